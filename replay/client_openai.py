@@ -1,0 +1,201 @@
+"""Host client for OpenAI-compatible chat completions, streaming.
+
+The read loop does two things per read: take a timestamp and keep the bytes. Everything else (SSE
+framing, JSON, classifying reasoning vs answer tokens, usage) happens once the stream has closed, in
+``interpret_chat_stream``, so the client never slows the stream it is measuring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+import aiohttp
+import orjson
+
+from replay.records import RequestRecord
+from replay.sse import Event, split_events
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    """Where requests go. The API key is read from the environment, never stored."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout_s: float = 600.0  # whole call
+    stall_timeout_s: float = 120.0  # longest silence between two reads
+
+    def public(self) -> dict[str, Any]:
+        """What may be written to a run file: no secrets, only where the key would come from."""
+        return {
+            "base_url": self.base_url,
+            "api": "openai-chat",
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "api_key_set": bool(os.environ.get(self.api_key_env)),
+            "request_timeout_s": self.request_timeout_s,
+            "stall_timeout_s": self.stall_timeout_s,
+        }
+
+
+def _detail(text: bytes | str, limit: int = 300) -> str:
+    s = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+@dataclass(slots=True)
+class _StreamSummary:
+    first_token: float | None = None
+    first_answer: float | None = None
+    last_token: float | None = None
+    events: int = 0
+    chunks: list[float] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    finish_reason: str | None = None
+    done: bool = False
+    error: str | None = None
+
+
+def _token_kind(obj: dict[str, Any]) -> tuple[bool, bool]:
+    """(carries tokens, carries answer tokens) for one chat chunk."""
+    tokens = answer = False
+    for choice in obj.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if delta.get("content") or delta.get("tool_calls") or delta.get("refusal"):
+            tokens = answer = True
+        elif delta.get("reasoning_content") or delta.get("reasoning"):
+            tokens = True
+    return tokens, answer
+
+
+def interpret_chat_stream(events: list[Event], t_sent: float) -> _StreamSummary:
+    """Classify each event once: token-bearing, answer, usage, error, end of stream."""
+    s = _StreamSummary()
+    last_read_t: float | None = None
+    for ev in events:
+        if ev.data == b"[DONE]":
+            s.done = True
+            continue
+        try:
+            obj = orjson.loads(ev.data)
+        except orjson.JSONDecodeError:
+            s.error = s.error or f"malformed event: {_detail(ev.data, 120)}"
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if obj.get("error"):
+            s.error = _detail(orjson.dumps(obj["error"]))
+            continue
+        tokens, answer = _token_kind(obj)
+        if tokens:
+            s.events += 1
+            if s.first_token is None:
+                s.first_token = ev.t
+            if answer and s.first_answer is None:
+                s.first_answer = ev.t
+            s.last_token = ev.t
+            if ev.t == last_read_t:
+                s.chunks[-1] += 1
+            else:
+                s.chunks += [round(ev.t - t_sent, 6), 1]
+                last_read_t = ev.t
+        for choice in obj.get("choices") or ():
+            if choice.get("finish_reason"):
+                s.finish_reason = choice["finish_reason"]
+        if obj.get("usage"):
+            s.usage = obj["usage"]
+        if obj.get("timings"):
+            s.timings = obj["timings"]
+    return s
+
+
+def apply_usage(rec: RequestRecord, usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> None:
+    """Host-reported counts; absent fields stay None (absent is not zero)."""
+    if usage:
+        rec.prompt_tokens = usage.get("prompt_tokens")
+        rec.output_tokens = usage.get("completion_tokens")
+        details = usage.get("prompt_tokens_details") or {}
+        rec.cached_tokens = details.get("cached_tokens")
+        out_details = usage.get("completion_tokens_details") or {}
+        rec.reasoning_tokens = out_details.get("reasoning_tokens")
+    if timings:
+        rec.server_timings = timings
+        if rec.cached_tokens is None and "cache_n" in timings:
+            rec.cached_tokens = timings["cache_n"]  # llama.cpp reports the reused prefix here
+
+
+class OpenAIChatClient:
+    """Streams chat completions from one host and fills request records."""
+
+    def __init__(self, host: HostConfig, http: aiohttp.ClientSession) -> None:
+        self.host = host
+        self.http = http
+        self.url = host.base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        key = os.environ.get(host.api_key_env)
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
+
+    async def call(self, body: bytes, rec: RequestRecord) -> None:
+        """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen."""
+        reads: list[bytes] = []
+        times: list[float] = []
+        headers = {**self._headers, "X-Request-Id": rec.id}
+        rec.t_sent = perf_counter()
+        try:
+            async with self.http.post(self.url, data=body, headers=headers, timeout=self._timeout) as resp:
+                rec.t_headers = perf_counter()
+                rec.status = resp.status
+                if resp.status != 200:
+                    text = await resp.read()
+                    rec.t_done = perf_counter()
+                    rec.error = "http_429" if resp.status == 429 else f"http_{resp.status // 100}xx"
+                    rec.error_detail = _detail(text)
+                    return
+                # The hot path: a timestamp and the bytes, nothing else.
+                async for data in resp.content.iter_any():
+                    times.append(perf_counter())
+                    reads.append(data)
+            rec.t_done = perf_counter()
+        except asyncio.CancelledError:
+            rec.t_done = perf_counter()
+            rec.error, rec.error_detail = "cancelled", "stopped before the host finished"
+            self._finish(rec, reads, times)
+            raise
+        except TimeoutError:
+            rec.t_done = perf_counter()
+            rec.error, rec.error_detail = (
+                "timeout",
+                "no bytes within the stall timeout, or the call timed out",
+            )
+        except aiohttp.ClientError as exc:
+            rec.t_done = perf_counter()
+            rec.error = "connect" if rec.t_headers is None else "disconnect"
+            rec.error_detail = _detail(f"{type(exc).__name__}: {exc}")
+        self._finish(rec, reads, times)
+
+    @staticmethod
+    def _finish(rec: RequestRecord, reads: list[bytes], times: list[float]) -> None:
+        events, leftover = split_events(reads, times)
+        s = interpret_chat_stream(events, rec.t_sent)
+        rec.t_first_token, rec.t_first_answer, rec.t_last_token = s.first_token, s.first_answer, s.last_token
+        rec.output_events, rec.chunks, rec.finish_reason = s.events, s.chunks, s.finish_reason
+        apply_usage(rec, s.usage, s.timings)
+        if rec.error is not None:
+            return
+        if s.error:
+            rec.error, rec.error_detail = "stream_error", s.error
+        elif not s.done and s.usage is None:
+            rec.error = "incomplete"
+            rec.error_detail = "stream closed without usage or [DONE]" + (
+                f" (trailing bytes: {_detail(leftover, 80)})" if leftover else ""
+            )
+        elif s.events == 0:
+            rec.error, rec.error_detail = "empty", "no output tokens in the stream"

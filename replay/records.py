@@ -1,0 +1,187 @@
+"""Records and the run file: the contract between measuring and reporting.
+
+A run file is JSON Lines: one ``header``, then ``request`` records (one per model call, written the
+moment the call finishes), ``task`` records (one per finished trajectory), ``phase`` marks (when the
+steady window opened and closed), periodic ``client`` self-measurements, and a ``footer``. Every line
+is flushed as it is written, so a crash or Ctrl-C leaves every finished request on disk, and
+``replay report`` can rebuild every figure from the file alone.
+
+All ``t_*`` times are ``time.perf_counter()`` seconds (CLOCK_MONOTONIC on Linux, shared by every
+process on the machine); the header's ``clock`` anchor maps them to wall-clock time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+RUN_FORMAT = "replay.run/1"
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One model call, as the client saw it and as the host reported it."""
+
+    id: str  # the X-Request-Id header sent with the call
+    session: int  # concurrency slot that ran it
+    task: int  # sequence number of the trajectory run (task) it belongs to
+    trajectory: str
+    turn: int
+    t_sent: float = 0.0
+    t_headers: float | None = None
+    t_first_token: float | None = None  # first token of any kind (reasoning or answer)
+    t_first_answer: float | None = None  # first answer (non-reasoning) token
+    t_last_token: float | None = None
+    t_done: float | None = None
+    status: int | None = None  # HTTP status
+    error: str | None = None  # error class; None when the call succeeded
+    error_detail: str | None = None
+    prompt_tokens: int | None = None  # as the host reported them (None: not reported)
+    cached_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    prompt_tokens_est: int = 0  # client-side count (replay's tokenizer)
+    reusable_prefix_tokens: int = 0  # client-side reusable prefix (replay's tokenizer)
+    max_tokens: int = 0
+    output_events: int = 0  # token-bearing stream events seen
+    # Token-bearing reads, flat [dt, n, dt, n, ...]: dt seconds after t_sent, n events in that read.
+    chunks: list[float] = field(default_factory=list)
+    finish_reason: str | None = None
+    server_timings: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(slots=True)
+class TaskRecord:
+    """One trajectory replayed from start to end (or cut short by the stop)."""
+
+    task: int
+    session: int
+    trajectory: str
+    t_start: float
+    t_end: float
+    turns: int  # model calls made
+    turns_total: int  # turns in the trajectory
+    model_time_s: float  # sum of E2E of the task's calls
+    tool_time_s: float  # sum of the pauses actually taken
+    complete: bool
+    errors: int = 0
+
+
+@dataclass(slots=True)
+class RunData:
+    """Everything a run file holds, parsed."""
+
+    header: dict[str, Any]
+    requests: list[RequestRecord]
+    tasks: list[TaskRecord]
+    phases: dict[str, float]
+    client: list[dict[str, Any]]
+    footer: dict[str, Any] | None
+    skipped_lines: int = 0
+
+
+def clock_anchor() -> dict[str, float]:
+    """Pairs the monotonic clock with wall time so records can be placed on a calendar."""
+    return {"perf_counter": time.perf_counter(), "unix": time.time()}
+
+
+class RunWriter:
+    """Appends records to the run file, one flushed line each, and mirrors them in memory.
+
+    The mirror (``data``) is what the live run summarises; ``replay report`` summarises the file.
+    Both go through ``replay.metrics.summarize``, so they print the same figures.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self._since_sync = 0
+        self.data = RunData(header={}, requests=[], tasks=[], phases={}, client=[], footer=None)
+
+    def _write(self, kind: str, payload: dict[str, Any]) -> None:
+        self._file.write(orjson.dumps({"type": kind, **payload}) + b"\n")
+        self._file.flush()
+        self._since_sync += 1
+        if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
+            os.fsync(self._file.fileno())
+            self._since_sync = 0
+
+    def header(self, header: dict[str, Any]) -> None:
+        self.data.header = {"format": RUN_FORMAT, **header}
+        self._write("header", self.data.header)
+
+    def request(self, rec: RequestRecord) -> None:
+        self._write("request", asdict(rec))
+        self.data.requests.append(rec)
+
+    def task(self, rec: TaskRecord) -> None:
+        self._write("task", asdict(rec))
+        self.data.tasks.append(rec)
+
+    def phase(self, name: str, t: float) -> None:
+        self._write("phase", {"name": name, "t": t})
+        self.data.phases[name] = t
+
+    def client(self, sample: dict[str, Any]) -> None:
+        self._write("client", sample)
+        self.data.client.append(sample)
+
+    def footer(self, footer: dict[str, Any]) -> None:
+        self._write("footer", footer)
+        self.data.footer = footer
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+
+def read_run(path: str | Path) -> RunData:
+    """Parse a run file; a torn last line (crash mid-write) is skipped and counted, not fatal."""
+    header: dict[str, Any] | None = None
+    requests: list[RequestRecord] = []
+    tasks: list[TaskRecord] = []
+    phases: dict[str, float] = {}
+    client: list[dict[str, Any]] = []
+    footer: dict[str, Any] | None = None
+    skipped = 0
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                skipped += 1
+                print(f"{path}:{lineno}: skipped an unreadable line (torn write?)", file=sys.stderr)
+                continue
+            kind = obj.pop("type", None)
+            if kind == "request":
+                requests.append(RequestRecord(**obj))
+            elif kind == "task":
+                tasks.append(TaskRecord(**obj))
+            elif kind == "phase":
+                phases[obj["name"]] = obj["t"]
+            elif kind == "client":
+                client.append(obj)
+            elif kind == "header":
+                header = obj
+            elif kind == "footer":
+                footer = obj
+    if header is None:
+        raise ValueError(f"{path}: not a replay run file (no header line)")
+    if header.get("format") != RUN_FORMAT:
+        raise ValueError(f"{path}: run file format {header.get('format')!r}, expected {RUN_FORMAT!r}")
+    return RunData(header, requests, tasks, phases, client, footer, skipped)

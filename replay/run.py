@@ -1,0 +1,156 @@
+"""One run, end to end: load the workload, pick the host (or start the simulated one), write the run file,
+run the closed loop, and summarise. The CLI and the tests both enter here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import platform
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy
+import orjson
+
+from replay import __version__
+from replay.client_openai import HostConfig, OpenAIChatClient
+from replay.embedded_host import embedded_host
+from replay.metrics import summarize
+from replay.records import RunWriter, clock_anchor
+from replay.requests import RequestOptions
+from replay.runner import LoadConfig, run_load
+from replay.trajectory import Workload, default_workload_path, load_workload
+
+SECRET_HINTS = ("key", "token", "secret", "auth", "password")
+SIM_MODEL = "replay-sim"
+
+
+class RunError(Exception):
+    """A run that cannot start, with a message for the user."""
+
+
+@dataclass(slots=True)
+class RunSpec:
+    """Everything a run needs; ``host`` None means the embedded simulated host."""
+
+    trajectories: list[str] = field(default_factory=list)
+    host: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    load: LoadConfig = field(default_factory=LoadConfig)
+    force_output_length: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    request_timeout_s: float = 600.0
+    stall_timeout_s: float = 120.0
+    out: str | None = None
+    sim_profile: str = "default"
+    sim_truth_log: str | None = None
+    tokenizer: str | None = None
+    progress: bool = True
+
+
+@dataclass(slots=True)
+class RunResult:
+    summary: dict[str, Any]
+    header: dict[str, Any]
+    path: Path
+
+
+def default_out_path() -> Path:
+    return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
+
+
+def _redact(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: ("***" if any(h in k.lower() for h in SECRET_HINTS) else v) for k, v in body.items()}
+
+
+def _versions() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "aiohttp": aiohttp.__version__,
+        "numpy": numpy.__version__,
+        "orjson": orjson.__version__,
+        "platform": platform.platform(),
+    }
+
+
+async def detect_model(base_url: str, timeout_s: float = 10.0) -> str | None:
+    """The first model a host lists at /models, for when --model is not given."""
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError):
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
+            http.get(base_url.rstrip("/") + "/models") as resp,
+        ):
+            data = await resp.json(content_type=None)
+            return data["data"][0]["id"]
+    return None
+
+
+@contextlib.contextmanager
+def _host(spec: RunSpec) -> Iterator[tuple[str, str | None]]:
+    if spec.host:
+        yield spec.host, None
+    else:
+        with embedded_host(spec.sim_profile, spec.sim_truth_log) as sim:
+            yield sim.base_url, spec.sim_profile
+
+
+def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
+    """Run and return the live summary; the run file is complete (footer included) when this returns."""
+    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer)
+    out = Path(spec.out) if spec.out else default_out_path()
+    writer = RunWriter(out)
+    footer: dict[str, Any] = {"stop_reason": "crashed"}
+    try:
+        with _host(spec) as (base_url, sim_profile):
+            model = spec.model or (SIM_MODEL if sim_profile else asyncio.run(detect_model(base_url)))
+            if not model:
+                raise RunError(f"no --model given and {base_url}/models lists no model")
+            host = HostConfig(base_url, model, spec.api_key_env, spec.request_timeout_s, spec.stall_timeout_s)
+            options = RequestOptions(model, True, spec.force_output_length, spec.extra_body)
+            writer.header(
+                {
+                    "replay_version": __version__,
+                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "clock": {"name": "perf_counter", **clock_anchor()},
+                    "host": host.public(),
+                    "simulated_host": sim_profile,
+                    "request": {
+                        "force_output_length": spec.force_output_length,
+                        "extra_body": _redact(spec.extra_body),
+                    },
+                    "load": spec.load.public(),
+                    "workload": {
+                        "paths": workload.paths,
+                        "digest": workload.digest,
+                        "trajectories": len(workload.trajectories),
+                        "turns": workload.turns,
+                        "tokenizer": workload.tokenizer,
+                    },
+                    "versions": _versions(),
+                }
+            )
+            try:
+                footer = asyncio.run(
+                    run_load(
+                        workload,
+                        lambda http: OpenAIChatClient(host, http),
+                        options,
+                        spec.load,
+                        writer,
+                        progress=spec.progress,
+                    )
+                )
+            except KeyboardInterrupt:
+                footer = {"stop_reason": "interrupted"}
+                raise
+    finally:
+        with contextlib.suppress(Exception):
+            writer.footer({**footer, "requests": len(writer.data.requests), "tasks": len(writer.data.tasks)})
+        writer.close()
+    return RunResult(summarize(writer.data), writer.data.header, out)

@@ -1,0 +1,372 @@
+"""Trajectories: load, validate and pre-count recorded agent sessions (format v1).
+
+Everything expensive happens here, once, before any request is sent: validation (so bad input fails
+before the first byte goes out), tokenisation of each message exactly once, and the per-turn
+client-side figures (estimated prompt size, reusable prefix). The replay hot path only joins
+pre-serialised message bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
+
+FORMAT_V1 = "replay.trajectory/1"
+ROLES = ("system", "user", "assistant", "tool")
+
+
+class TrajectoryError(ValueError):
+    """Bad trajectory input, with the file, line and field it concerns."""
+
+    def __init__(self, path: str, line: int, field_name: str, problem: str) -> None:
+        self.path, self.line, self.field, self.problem = path, line, field_name, problem
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: field '{field_name}': {problem}" if field_name else f"{where}: {problem}")
+
+
+@dataclass(slots=True)
+class Message:
+    """One chat message, pre-serialised for the wire and pre-counted."""
+
+    raw: dict[str, Any]
+    wire: bytes  # orjson bytes of ``raw``: request bodies are built by joining these
+    tokens: int  # content + tool-call tokens + per-message framing
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model call of a trajectory."""
+
+    index: int
+    append: list[Message]
+    truncate_to: int | None
+    output: dict[str, Any]
+    output_message: Message  # the recorded answer as it is appended to the context
+    output_tokens: int
+    tool_time_s: float
+    recorded: dict[str, Any] | None
+    prompt_tokens_est: int = 0  # client-side estimate of the request's prompt tokens
+    reusable_prefix_tokens: int = 0  # exact prefix shared with previous request + its output
+    context_len: int = 0  # number of messages in this turn's request
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """One recorded agent session."""
+
+    id: str
+    turns: list[Turn]
+    model: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tools_wire: bytes | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""  # "path:line" of the header
+
+    @property
+    def total_output_tokens(self) -> int:
+        return sum(t.output_tokens for t in self.turns)
+
+    @property
+    def max_prompt_tokens(self) -> int:
+        return max((t.prompt_tokens_est for t in self.turns), default=0)
+
+
+@dataclass(slots=True)
+class Workload:
+    """A set of trajectories plus a digest that identifies exactly which bytes were loaded."""
+
+    trajectories: list[Trajectory]
+    paths: list[str]
+    digest: str  # sha256 over the files' bytes, in load order
+    tokenizer: str
+
+    @property
+    def turns(self) -> int:
+        return sum(len(t.turns) for t in self.trajectories)
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+
+class _Checker:
+    """Validation helpers bound to one file and line, so every error says where it is."""
+
+    def __init__(self, path: str, line: int, prefix: str = "") -> None:
+        self.path, self.line, self.prefix = path, line, prefix
+
+    def fail(self, name: str, problem: str) -> TrajectoryError:
+        return TrajectoryError(self.path, self.line, self.prefix + name, problem)
+
+    def require(self, obj: dict[str, Any], name: str, kinds: type | tuple[type, ...], what: str) -> Any:
+        if name not in obj:
+            raise self.fail(name, f"missing; expected {what}")
+        return self.check(obj[name], name, kinds, what)
+
+    def check(self, value: Any, name: str, kinds: type | tuple[type, ...], what: str) -> Any:
+        bad_bool = isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,))
+        if not isinstance(value, kinds) or bad_bool:
+            raise self.fail(name, f"expected {what}; got {_describe(value)}")
+        return value
+
+
+def _describe(value: Any) -> str:
+    text = orjson.dumps(value).decode() if not isinstance(value, bytes) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_message(c: _Checker, msg: Any, name: str) -> dict[str, Any]:
+    c.check(msg, name, dict, "a message object")
+    role = msg.get("role")
+    if role not in ROLES:
+        raise c.fail(f"{name}.role", f"expected one of {', '.join(ROLES)}; got {_describe(role)}")
+    content = msg.get("content", None)
+    if content is None:
+        if not (role == "assistant" and msg.get("tool_calls")):
+            raise c.fail(f"{name}.content", "missing; expected a string (null only with tool_calls)")
+    elif not isinstance(content, str) and not (isinstance(content, list) and all(isinstance(p, dict) for p in content)):
+        raise c.fail(f"{name}.content", f"expected a string or a list of parts; got {_describe(content)}")
+    if "tool_calls" in msg:
+        _check_tool_calls(c, msg["tool_calls"], f"{name}.tool_calls")
+    return msg
+
+
+def _check_tool_calls(c: _Checker, calls: Any, name: str) -> None:
+    c.check(calls, name, list, "a list of tool calls")
+    for i, call in enumerate(calls):
+        c.check(call, f"{name}[{i}]", dict, "a tool call object")
+        fn = call.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise c.fail(f"{name}[{i}].function.name", "expected a string")
+        if not isinstance(fn.get("arguments", ""), str):
+            raise c.fail(f"{name}[{i}].function.arguments", "expected a JSON string")
+
+
+# ---------------------------------------------------------------------------------------------- counting
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def message_tokens(msg: dict[str, Any], tokenizer: Tokenizer) -> int:
+    """Tokens one message adds to a prompt: content, tool calls and framing."""
+    n = len(tokenizer.encode(_content_text(msg.get("content"))))
+    for call in msg.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        n += len(tokenizer.encode(fn.get("name", "") + fn.get("arguments", "")))
+    return n + MESSAGE_OVERHEAD_TOKENS
+
+
+def _make_message(raw: dict[str, Any], tokenizer: Tokenizer) -> Message:
+    return Message(raw=raw, wire=orjson.dumps(raw), tokens=message_tokens(raw, tokenizer))
+
+
+def output_as_message(output: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message a recorded output becomes in the context (reasoning is not re-sent)."""
+    msg: dict[str, Any] = {"role": "assistant", "content": output.get("content") or None}
+    if output.get("tool_calls"):
+        msg["tool_calls"] = output["tool_calls"]
+    elif msg["content"] is None:
+        msg["content"] = ""
+    return msg
+
+
+def _annotate(traj: Trajectory, path: str, lines: list[int]) -> None:
+    """Per-turn prompt size and reusable prefix, from per-message counts (no re-tokenising)."""
+    context: list[Message] = []
+    prefix_sums = [0]  # prefix_sums[i] = tokens of context[:i]
+    for turn, line in zip(traj.turns, lines, strict=True):
+        if turn.truncate_to is not None:
+            if turn.truncate_to > len(context):
+                raise TrajectoryError(
+                    path,
+                    line,
+                    "truncate_to",
+                    f"expected at most {len(context)} (the context length at this turn); got {turn.truncate_to}",
+                )
+            del context[turn.truncate_to :]
+            del prefix_sums[turn.truncate_to + 1 :]
+        # What survives truncation is, message for message, the previous request plus its output.
+        common = len(context)
+        for m in turn.append:
+            context.append(m)
+            prefix_sums.append(prefix_sums[-1] + m.tokens)
+        if not context:
+            raise TrajectoryError(path, line, "append", "the request would have no messages")
+        turn.context_len = len(context)
+        turn.prompt_tokens_est = prefix_sums[-1] + REPLY_PRIMING_TOKENS
+        turn.reusable_prefix_tokens = prefix_sums[common]
+        context.append(turn.output_message)
+        prefix_sums.append(prefix_sums[-1] + turn.output_message.tokens)
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+
+
+def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn:
+    c.check(obj, "turn", dict, "a turn object")
+    truncate_to = obj.get("truncate_to")
+    if truncate_to is not None:
+        c.check(truncate_to, "truncate_to", int, "a non-negative integer")
+        if truncate_to < 0:
+            raise c.fail("truncate_to", f"expected a non-negative integer; got {truncate_to}")
+    append = obj.get("append", [] if truncate_to is not None else None)
+    if append is None:
+        raise c.fail("append", "missing; expected a list of messages")
+    c.check(append, "append", list, "a list of messages")
+    messages = [_make_message(_check_message(c, m, f"append[{i}]"), tokenizer) for i, m in enumerate(append)]
+    output = c.require(obj, "output", dict, "an object with content / reasoning / tool_calls")
+    for key in ("content", "reasoning"):
+        if output.get(key) is not None and not isinstance(output[key], str):
+            raise c.fail(f"output.{key}", f"expected a string; got {_describe(output[key])}")
+    if "tool_calls" in output:
+        _check_tool_calls(c, output["tool_calls"], "output.tool_calls")
+    output_tokens = c.require(obj, "output_tokens", int, "a positive integer")
+    if output_tokens < 1:
+        raise c.fail("output_tokens", f"expected a positive integer; got {output_tokens}")
+    tool_time_s = c.require(obj, "tool_time_s", (int, float), "a number of seconds >= 0")
+    if tool_time_s < 0:
+        raise c.fail("tool_time_s", f"expected a number of seconds >= 0; got {tool_time_s}")
+    recorded = obj.get("recorded")
+    if recorded is not None:
+        c.check(recorded, "recorded", dict, "an object")
+    return Turn(
+        index=index,
+        append=messages,
+        truncate_to=truncate_to,
+        output=output,
+        output_message=_make_message(output_as_message(output), tokenizer),
+        output_tokens=output_tokens,
+        tool_time_s=float(tool_time_s),
+        recorded=recorded,
+    )
+
+
+def _parse_header(c: _Checker, obj: dict[str, Any]) -> Trajectory:
+    fmt = obj.get("format")
+    if fmt != FORMAT_V1:
+        raise c.fail("format", f"expected {FORMAT_V1!r}; got {_describe(fmt)}")
+    traj_id = c.require(obj, "id", str, "a non-empty string")
+    if not traj_id:
+        raise c.fail("id", "expected a non-empty string")
+    tools = obj.get("tools")
+    if tools is not None:
+        c.check(tools, "tools", list, "a list of tool schemas")
+    model = obj.get("model")
+    if model is not None:
+        c.check(model, "model", str, "a string")
+    source = obj.get("source") or {}
+    c.check(source, "source", dict, "an object")
+    return Trajectory(
+        id=traj_id,
+        turns=[],
+        model=model,
+        tools=tools,
+        tools_wire=orjson.dumps(tools) if tools else None,
+        source=source,
+        origin=f"{c.path}:{c.line}",
+    )
+
+
+def parse_lines(path: str, lines: Iterable[bytes], tokenizer: Tokenizer) -> Iterator[Trajectory]:
+    """Parse the JSON Lines of one file into trajectories; raise TrajectoryError on the first problem."""
+    current: Trajectory | None = None
+    turn_lines: list[int] = []
+
+    def finish() -> Trajectory:
+        assert current is not None
+        if not current.turns:
+            raise TrajectoryError(path, int(current.origin.rsplit(":", 1)[1]), "", "trajectory has no turns")
+        _annotate(current, path, turn_lines)
+        return current
+
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise TrajectoryError(path, lineno, "", f"not valid JSON ({exc})") from None
+        c = _Checker(path, lineno)
+        if not isinstance(obj, dict):
+            raise c.fail("", f"expected a JSON object; got {_describe(obj)}")
+        if "format" in obj:
+            if current is not None:
+                yield finish()
+            current, turn_lines = _parse_header(c, obj), []
+            nested = obj.get("turns")
+            if nested is not None:
+                c.check(nested, "turns", list, "a list of turns")
+                for i, t in enumerate(nested):
+                    tc = _Checker(path, lineno, f"turns[{i}].")
+                    current.turns.append(_parse_turn(tc, t, len(current.turns), tokenizer))
+                    turn_lines.append(lineno)
+            continue
+        if current is None:
+            raise c.fail(
+                "format",
+                f"missing; the first line of a trajectory must be a header with format {FORMAT_V1!r}",
+            )
+        current.turns.append(_parse_turn(c, obj, len(current.turns), tokenizer))
+        turn_lines.append(lineno)
+    if current is None:
+        raise TrajectoryError(path, 0, "", "no trajectories in file")
+    yield finish()
+
+
+def default_workload_path() -> Path:
+    """The workload the project ships, used when no trajectories are named."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "trajectories", here / "_trajectories"):
+        path = candidate / "coding-agent-default.jsonl"
+        if path.exists():
+            return path
+    raise FileNotFoundError("the default workload trajectories/coding-agent-default.jsonl is missing")
+
+
+def load_workload(paths: Iterable[str | Path], tokenizer_spec: str | None = None) -> Workload:
+    """Load and validate every file (directories: their *.jsonl files) before anything is sent."""
+    tokenizer = get_tokenizer(tokenizer_spec) if tokenizer_spec else get_tokenizer()
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(p.glob("*.jsonl")))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise TrajectoryError(str(p), 0, "", "no such file or directory")
+    if not files:
+        raise TrajectoryError(", ".join(map(str, paths)) or "(none)", 0, "", "no trajectory files found")
+    digest = hashlib.sha256()
+    trajectories: list[Trajectory] = []
+    seen: dict[str, str] = {}
+    for f in files:
+        data = f.read_bytes()
+        digest.update(data)
+        for traj in parse_lines(str(f), data.splitlines(), tokenizer):
+            if traj.id in seen:
+                raise TrajectoryError(
+                    traj.origin.rsplit(":", 1)[0],
+                    int(traj.origin.rsplit(":", 1)[1]),
+                    "id",
+                    f"duplicate trajectory id {traj.id!r} (first at {seen[traj.id]})",
+                )
+            seen[traj.id] = traj.origin
+            trajectories.append(traj)
+    return Workload(
+        trajectories=trajectories,
+        paths=[str(f) for f in files],
+        digest="sha256:" + digest.hexdigest(),
+        tokenizer=tokenizer.name,
+    )

@@ -1,0 +1,143 @@
+"""The OpenAI chat client over real HTTP, against a server that sends crafted SSE bytes."""
+
+from __future__ import annotations
+
+import aiohttp
+import orjson
+
+from replay.client_openai import HostConfig, OpenAIChatClient
+from replay.records import RequestRecord
+from replay.requests import RequestOptions, build_chat_body
+from replay.trajectory import Message
+
+
+def chunk(delta: dict | None = None, finish: str | None = None, **extra) -> bytes:
+    obj = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    obj.update(extra)
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+USAGE = b"data: " + orjson.dumps(
+    {
+        "choices": [],
+        "usage": {
+            "prompt_tokens": 120,
+            "completion_tokens": 5,
+            "prompt_tokens_details": {"cached_tokens": 96},
+            "completion_tokens_details": {"reasoning_tokens": 2},
+        },
+    }
+) + b"\n\n"
+
+
+async def call(base_url: str, options: RequestOptions | None = None) -> RequestRecord:
+    options = options or RequestOptions(model="m")
+    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
+    body = build_chat_body([msg], 5, options, options.fixed_fields())
+    rec = RequestRecord(id="req-1", session=0, task=0, trajectory="t", turn=0)
+    async with aiohttp.ClientSession() as http:
+        await OpenAIChatClient(HostConfig(base_url, "m"), http).call(body, rec)
+    return rec
+
+
+async def test_reasoning_then_answer_with_keepalives_and_usage_only_chunk(crafted_server) -> None:
+    parts = [
+        b": keep-alive\n\n",
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"reasoning_content": "think"}),
+        b": OPENROUTER PROCESSING\n\n",
+        chunk({"reasoning": "more"}),
+        chunk({"content": "ans"}),
+        chunk({"content": "wer"}) + chunk({"content": "!"}),  # two events in one write
+        chunk({}, finish="stop"),
+        USAGE,
+        b"data: [DONE]\n\n",
+    ]
+    url, runner = await crafted_server(parts)
+    try:
+        rec = await call(url)
+    finally:
+        await runner.cleanup()
+    assert rec.error is None, rec.error_detail
+    assert rec.status == 200
+    assert rec.output_events == 5  # 2 reasoning + 3 answer; role-only and finish chunks carry no tokens
+    assert (rec.prompt_tokens, rec.cached_tokens, rec.output_tokens, rec.reasoning_tokens) == (120, 96, 5, 2)
+    assert rec.finish_reason == "stop"
+    assert rec.t_sent <= rec.t_headers <= rec.t_first_token <= rec.t_first_answer <= rec.t_last_token <= rec.t_done
+    assert sum(rec.chunks[1::2]) == 5
+
+
+async def test_tool_call_argument_deltas_count_as_answer_tokens(crafted_server) -> None:
+    tc = [{"index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": ""}}]
+    parts = [
+        chunk({"role": "assistant", "content": None, "tool_calls": tc}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"cmd":'}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"ls"}'}}]}),
+        chunk({}, finish="tool_calls"),
+        b"data: [DONE]\n\n",
+    ]
+    url, runner = await crafted_server(parts)
+    try:
+        rec = await call(url)
+    finally:
+        await runner.cleanup()
+    assert rec.error is None
+    assert rec.output_events == 3
+    assert rec.t_first_answer == rec.t_first_token
+    assert rec.output_tokens is None  # no usage sent: absent, not zero
+    assert rec.finish_reason == "tool_calls"
+
+
+async def test_error_frame_mid_stream_is_a_stream_error(crafted_server) -> None:
+    parts = [chunk({"content": "a"}), b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n']
+    url, runner = await crafted_server(parts)
+    try:
+        rec = await call(url)
+    finally:
+        await runner.cleanup()
+    assert rec.error == "stream_error"
+    assert "overloaded" in rec.error_detail
+    assert rec.output_events == 1
+
+
+async def test_stream_cut_without_usage_or_done_is_incomplete(crafted_server) -> None:
+    url, runner = await crafted_server([chunk({"content": "a"}), b'data: {"choices": [{"delta": {"con'])
+    try:
+        rec = await call(url)
+    finally:
+        await runner.cleanup()
+    assert rec.error == "incomplete"
+    assert "trailing bytes" in rec.error_detail
+
+
+async def test_http_429_is_classified(crafted_server) -> None:
+    url, runner = await crafted_server([b'{"error": {"message": "rate limited"}}'], status=429)
+    try:
+        rec = await call(url)
+    finally:
+        await runner.cleanup()
+    assert rec.error == "http_429"
+    assert rec.status == 429
+    assert "rate limited" in rec.error_detail
+
+
+async def test_request_carries_id_usage_option_max_tokens_and_forced_length(crafted_server, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    seen: list = []
+    url, runner = await crafted_server([chunk({"content": "a"}), USAGE], seen=seen)
+    try:
+        await call(url, RequestOptions(model="m", force_output_length=True, extra_body={"temperature": 0}))
+    finally:
+        await runner.cleanup()
+    headers, body = seen[0]
+    assert headers["X-Request-Id"] == "req-1"
+    assert headers["Authorization"] == "Bearer sk-test-secret"
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 5 and body["min_tokens"] == 5 and body["ignore_eos"] is True
+    assert body["temperature"] == 0
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+async def test_connection_refused_is_a_connect_error() -> None:
+    rec = await call("http://127.0.0.1:9/v1")
+    assert rec.error == "connect"
