@@ -35,7 +35,10 @@ def embedded_host(
     cmd = [sys.executable, "-m", "replay", "sim", "--host", "127.0.0.1", "--port", "0", "--profile", profile]
     if truth_log:
         cmd += ["--truth-log", truth_log]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1)
+    # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself.
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True
+    )
     try:
         port = _wait_ready(proc, start_timeout_s)
         # Keep draining its stdout so a chatty simulator can never block on a full pipe.

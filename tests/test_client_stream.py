@@ -17,17 +17,21 @@ def chunk(delta: dict | None = None, finish: str | None = None, **extra) -> byte
     return b"data: " + orjson.dumps(obj) + b"\n\n"
 
 
-USAGE = b"data: " + orjson.dumps(
-    {
-        "choices": [],
-        "usage": {
-            "prompt_tokens": 120,
-            "completion_tokens": 5,
-            "prompt_tokens_details": {"cached_tokens": 96},
-            "completion_tokens_details": {"reasoning_tokens": 2},
-        },
-    }
-) + b"\n\n"
+USAGE = (
+    b"data: "
+    + orjson.dumps(
+        {
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 120,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 96},
+                "completion_tokens_details": {"reasoning_tokens": 2},
+            },
+        }
+    )
+    + b"\n\n"
+)
 
 
 async def call(base_url: str, options: RequestOptions | None = None) -> RequestRecord:

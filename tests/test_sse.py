@@ -10,7 +10,7 @@ STREAM = (
     b": keep-alive\n\n"
     b'data: {"a": 1}\n\n'
     b'data: {"b": 2}\r\n\r\n'
-    b"event: message_start\ndata: {\"c\": 3}\n\n"
+    b'event: message_start\ndata: {"c": 3}\n\n'
     b'data: {"d":\ndata: 4}\n\n'
     b"data: [DONE]\n\n"
 )
@@ -33,7 +33,7 @@ def test_every_single_split_point_gives_the_same_events() -> None:
 
 def test_event_split_across_reads_is_stamped_with_the_read_that_completed_it() -> None:
     first = b'data: {"a": 1}\n\ndata: {"b"'
-    second = b': 2}\n\n'
+    second = b": 2}\n\n"
     events, _ = split_events([first, second], [1.0, 2.0])
     assert [(e.data, e.t) for e in events] == [(b'{"a": 1}', 1.0), (b'{"b": 2}', 2.0)]
 

@@ -1,0 +1,74 @@
+"""The sim's own record of every request, to check what the client measured against what happened.
+
+One JSON line per finished request, written and flushed as it finishes. Every time is
+``time.perf_counter()`` (CLOCK_MONOTONIC on Linux), so it compares directly with the client's stamps
+when both run on one machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+
+@dataclass(slots=True)
+class TruthRecord:
+    """What the sim did for one request."""
+
+    request_id: str  # the request's X-Request-Id header, or one the sim made up
+    arrival: float  # handler entry
+    prefill_start: float | None = None
+    prefill_end: float | None = None
+    first_token: float | None = None  # first token-bearing write handed to the transport
+    last_token: float | None = None  # last token-bearing write handed to the transport
+    done: float | None = None  # final write (or the error response) handed to the transport
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0  # tokens actually written
+    reasoning_tokens: int = 0  # of output_tokens
+    writes: list[float] = field(default_factory=list)  # flat [t0, n0, t1, n1, ...]: token-bearing writes
+    status: str = "ok"  # ok | bad_request | disconnected | cancelled
+
+    def wrote(self, t: float, count: int) -> None:
+        """Note a write of ``count`` tokens handed to the transport at ``t``."""
+        if self.first_token is None:
+            self.first_token = t
+        self.last_token = t
+        self.writes += (t, count)
+        self.output_tokens += count
+
+
+class TruthLog:
+    """JSONL file of TruthRecords (optional), plus an in-memory copy (optional) for in-process tests."""
+
+    def __init__(self, path: str | None = None, keep: bool = True) -> None:
+        self._file = open(path, "wb") if path else None  # noqa: SIM115 (open for the server's lifetime)
+        self.records: list[dict[str, Any]] | None = [] if keep else None
+        self.count = 0
+        self._appended = asyncio.Event()
+
+    def append(self, record: TruthRecord) -> None:
+        """Write one finished request and flush it."""
+        line = orjson.dumps(record)
+        if self._file is not None:
+            self._file.write(line + b"\n")
+            self._file.flush()
+        if self.records is not None:
+            self.records.append(orjson.loads(line))
+        self.count += 1
+        self._appended.set()
+        self._appended = asyncio.Event()
+
+    async def wait_for(self, count: int) -> None:
+        """Return once ``count`` records are logged: a client sees ``[DONE]`` before the handler logs."""
+        while self.count < count:
+            await self._appended.wait()
+
+    def close(self) -> None:
+        """Flush and close the file; later records are kept in memory only."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None

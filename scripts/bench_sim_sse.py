@@ -1,0 +1,88 @@
+"""How many streamed tokens per second the sim serves: the ceiling it puts on client benchmarks.
+
+Starts the sim (``instant`` profile: no pacing, 256 tokens per write) in a subprocess, then one aiohttp
+client streams ``--streams`` answers of ``--tokens`` tokens, ``--concurrency`` at a time, counting
+``data:`` events by byte scan. Prints SSE tokens/s received per run and the median.
+
+    python scripts/bench_sim_sse.py [--streams 20] [--tokens 20000] [--concurrency 4] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+
+import aiohttp
+
+_NON_TOKEN_EVENTS = 3  # role chunk, finish chunk, [DONE] (no usage chunk is asked for)
+
+
+def start_sim() -> tuple[subprocess.Popen[str], int]:
+    """Run the sim in its own process and wait for its READY line."""
+    code = "from replay.sim.server import serve; serve(port=0, profile='instant')"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("REPLAY_SIM_READY port="):
+        proc.kill()
+        raise SystemExit(f"sim did not start: {line!r}")
+    return proc, int(line.split("=", 1)[1])
+
+
+async def stream_one(session: aiohttp.ClientSession, url: str, tokens: int) -> int:
+    """Stream one answer; return its token events (``data:`` events minus the non-token ones)."""
+    body = {"model": "bench", "messages": [{"role": "user", "content": "go"}], "max_tokens": tokens, "stream": True}
+    events, carry = 0, b""
+    async with session.post(url, json=body) as resp:
+        resp.raise_for_status()
+        async for chunk in resp.content.iter_any():
+            buf = carry + chunk  # carry < len(b"data:") so no event is counted twice
+            events += buf.count(b"data:")
+            carry = buf[-4:]
+    return events - _NON_TOKEN_EVENTS
+
+
+async def run_once(url: str, streams: int, tokens: int, concurrency: int) -> float:
+    """Tokens/s over one batch of streams."""
+    gate = asyncio.Semaphore(concurrency)
+    async with aiohttp.ClientSession() as session:
+
+        async def one() -> int:
+            async with gate:
+                return await stream_one(session, url, tokens)
+
+        t0 = time.perf_counter()
+        counts = await asyncio.gather(*(one() for _ in range(streams)))
+        elapsed = time.perf_counter() - t0
+    if counts != [tokens] * streams:
+        raise SystemExit(f"token count mismatch: expected {tokens} per stream, got {sorted(set(counts))}")
+    return sum(counts) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=20)
+    parser.add_argument("--tokens", type=int, default=20000)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    proc, port = start_sim()
+    try:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        rates = []
+        for i in range(args.runs):
+            rate = asyncio.run(run_once(url, args.streams, args.tokens, args.concurrency))
+            rates.append(rate)
+            print(f"run {i + 1}: {rate:,.0f} tokens/s")
+        print(f"median of {args.runs}: {statistics.median(rates):,.0f} tokens/s of SSE received")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

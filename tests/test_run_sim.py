@@ -1,0 +1,144 @@
+"""Whole runs against the simulated host over real HTTP: the client's figures against the host's truth."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from conftest import simple_turns, write_trajectory
+
+from replay.cli import main
+from replay.metrics import steady_window, summarize
+from replay.records import read_run
+from replay.report import to_json
+from replay.run import RunSpec, execute
+from replay.runner import LoadConfig
+from replay.sessions import ToolTimePolicy
+
+TOLERANCE_S = 0.005
+
+
+def _workload(tmp_path: Path, n: int = 6, turns: int = 4, output_tokens: int = 24, tool_time_s: float = 0.05) -> Path:
+    path = tmp_path / "w.jsonl"
+    for i in range(n):
+        write_trajectory(path, f"w{i}", simple_turns(turns, output_tokens=output_tokens, tool_time_s=tool_time_s))
+    return path
+
+
+def _truth(path: Path) -> dict[str, dict]:
+    return {t["request_id"]: t for t in map(orjson.loads, path.read_bytes().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory) -> tuple:
+    """One run of 6 trajectories at concurrency 4 against the embedded host (default profile: real pacing)."""
+    tmp = tmp_path_factory.mktemp("run")
+    spec = RunSpec(
+        trajectories=[str(_workload(tmp))],
+        load=LoadConfig(concurrency=4, tool_time=ToolTimePolicy.parse("recorded")),
+        out=str(tmp / "run.jsonl"),
+        sim_profile="default",
+        sim_truth_log=str(tmp / "truth.jsonl"),
+        progress=False,
+    )
+    result = execute(spec)
+    return result, read_run(result.path), _truth(tmp / "truth.jsonl")
+
+
+def test_every_request_succeeds_and_matches_the_host_token_counts(sim_run) -> None:
+    result, run, truth = sim_run
+    assert len(run.requests) == 6 * 4
+    for rec in run.requests:
+        assert rec.error is None, rec.error_detail
+        t = truth[rec.id]
+        assert rec.output_tokens == t["output_tokens"] == rec.max_tokens == rec.output_events
+        assert rec.prompt_tokens == t["prompt_tokens"]
+        assert rec.cached_tokens == t["cached_tokens"]
+        # the sim counts prompts with the same rules as the client estimate: they must agree exactly
+        assert rec.prompt_tokens == rec.prompt_tokens_est
+    assert result.summary["totals"]["cached_tokens"] == sum(t["cached_tokens"] for t in truth.values())
+
+
+def test_ttft_and_every_token_time_within_5ms_of_the_truth_log(sim_run) -> None:
+    _, run, truth = sim_run
+    worst = 0.0
+    for rec in run.requests:
+        t = truth[rec.id]
+        assert abs(rec.t_sent - t["arrival"]) < TOLERANCE_S
+        client_ttft = rec.t_first_token - rec.t_sent
+        host_ttft = t["first_token"] - t["arrival"]
+        assert abs(client_ttft - host_ttft) < TOLERANCE_S
+        # token by token: the client read time of token k vs the host's write time of token k
+        client_times = _per_token(rec.t_sent, rec.chunks, offset=True)
+        host_times = _per_token(0.0, t["writes"], offset=False)
+        assert len(client_times) == len(host_times) == rec.output_tokens
+        for c, h in zip(client_times, host_times, strict=True):
+            worst = max(worst, abs(c - h))
+        client_itl = [b - a for a, b in itertools.pairwise(client_times)]
+        host_itl = [b - a for a, b in itertools.pairwise(host_times)]
+        assert max(abs(c - h) for c, h in zip(client_itl, host_itl, strict=True)) < TOLERANCE_S
+    assert worst < TOLERANCE_S
+
+
+def _per_token(base: float, flat: list[float], offset: bool) -> list[float]:
+    times: list[float] = []
+    for i in range(0, len(flat), 2):
+        times += [base + flat[i] if offset else flat[i]] * int(flat[i + 1])
+    return times
+
+
+def test_steady_window_excludes_warmup_and_drain(sim_run) -> None:
+    result, run, truth = sim_run
+    win = steady_window(run)
+    first_done: dict[int, float] = {}
+    for rec in run.requests:
+        first_done[rec.session] = min(first_done.get(rec.session, rec.t_done), rec.t_done)
+    assert win.steady
+    assert win.start == pytest.approx(max(first_done.values()), abs=1e-3)  # warm-up: every session's first call
+    assert win.end == run.phases["stop"] < run.phases["end"]  # the drain is after the stop
+    before = [r for r in run.requests if r.t_sent < win.start]
+    after = [r for r in run.requests if r.t_sent >= win.end]
+    assert before and after  # both edges really cut something off
+    assert result.summary["window"]["requests"] == len(run.requests) - len(before) - len(after)
+    # output tokens in the window, counted independently from the host's own write times
+    host_out = sum(
+        n for t in truth.values() for ts, n in zip(t["writes"][::2], t["writes"][1::2], strict=True) if ts in win
+    )
+    client_out = result.summary["throughput"]["tokens"]["output"]
+    assert client_out == pytest.approx(host_out, rel=0.03)
+    assert result.summary["throughput"]["output_tps"] == pytest.approx(client_out / win.seconds)
+
+
+def test_report_from_the_file_equals_the_live_summary(sim_run) -> None:
+    result, run, _ = sim_run
+    assert summarize(run) == result.summary
+    out = CliRunner().invoke(main, ["report", str(result.path), "--json"])
+    assert out.exit_code == 0, out.output
+    assert orjson.loads(out.output) == orjson.loads(to_json(result.summary))
+    for key in ("ttft_s", "ttfat_s", "e2e_s", "itl_s", "user_decode_tps", "throughput", "cache", "tasks", "totals"):
+        assert key in result.summary
+    assert result.summary["tasks"]["count"] == 6
+    assert 0 < result.summary["cache"]["client_reuse_ratio"] < 1
+    assert result.summary["cache"]["host_hit_ratio"] > 0
+
+
+def test_api_key_never_reaches_the_run_file_or_output(tmp_path: Path, monkeypatch) -> None:
+    secret = "sk-live-DO-NOT-LEAK-0123456789"
+    monkeypatch.setenv("REPLAY_TEST_KEY", secret)
+    out = tmp_path / "run.jsonl"
+    res = CliRunner().invoke(
+        main,
+        [
+            "run", str(_workload(tmp_path, n=2, turns=2)), "--api-key-env", "REPLAY_TEST_KEY", "-c", "2",
+            "--sim-profile", "fast", "--tool-time", "none", "--out", str(out), "--extra-body", '{"api_key": "x1"}',
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert secret not in text and secret not in res.output
+    header = read_run(out).header
+    assert header["host"]["api_key_env"] == "REPLAY_TEST_KEY" and header["host"]["api_key_set"] is True
+    assert header["request"]["extra_body"] == {"api_key": "***"}

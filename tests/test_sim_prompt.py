@@ -1,0 +1,101 @@
+"""Prompt token ids: the size formula the client side estimates, role framing, one tokenisation per message."""
+
+import numpy as np
+import pytest
+
+from replay.sim.prompt import REPLY_PRIMING, PromptTokenizer, message_token_ids
+from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
+
+TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls -la"}'}}
+MESSAGES = [
+    {"role": "system", "content": "You are a coding agent."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Fix the b"},
+            {"type": "image_url", "image_url": {}},
+            {"type": "text", "text": "ug"},
+        ],
+    },
+    {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+    {"role": "tool", "tool_call_id": "c1", "content": "parser.py\nlexer.py\n"},
+    {"role": "assistant", "content": "Looking.", "tool_calls": [TOOL_CALL, TOOL_CALL]},
+]
+
+
+class CountingTokenizer:
+    """The real tokenizer, counting what it is asked to encode."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def encode(self, text: str) -> list[int]:
+        self.calls.append(text)
+        return get_tokenizer().encode(text)
+
+
+def expected_prompt_tokens(messages: list[dict]) -> int:
+    enc = get_tokenizer().encode
+    total = REPLY_PRIMING_TOKENS
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "".join(p["text"] for p in content if p.get("type") == "text")
+        total += len(enc(content or "")) + MESSAGE_OVERHEAD_TOKENS
+        total += sum(len(enc(c["function"]["name"] + c["function"]["arguments"])) for c in m.get("tool_calls", ()))
+    return total
+
+
+async def test_prompt_size_is_the_client_formula():
+    ids = await PromptTokenizer().prompt_ids(MESSAGES)
+    assert ids.dtype == np.int32
+    assert len(ids) == expected_prompt_tokens(MESSAGES)
+
+
+async def test_each_distinct_message_is_tokenised_once():
+    counting = CountingTokenizer()
+    prompts = PromptTokenizer(counting)
+    first = await prompts.prompt_ids(MESSAGES[:2])
+    n_calls = len(counting.calls)
+    second = await prompts.prompt_ids([*MESSAGES[:2], {"role": "assistant", "content": "ok"}, MESSAGES[1]])
+    assert counting.calls[n_calls:] == ["ok"]  # only the new message; the repeated one was cached
+    assert np.array_equal(second[: len(first) - REPLY_PRIMING_TOKENS], first[:-REPLY_PRIMING_TOKENS])
+
+
+async def test_reply_priming_is_the_head_of_the_next_assistant_message():
+    prompts = PromptTokenizer()
+    before = await prompts.prompt_ids(MESSAGES[:2])
+    after = await prompts.prompt_ids([*MESSAGES[:2], {"role": "assistant", "content": "Sure."}])
+    assert np.array_equal(after[: len(before)], before)  # the whole previous prompt is a prefix
+    assert np.array_equal(before[-REPLY_PRIMING_TOKENS:], REPLY_PRIMING)
+
+
+def test_roles_frame_differently_outside_the_vocabulary():
+    tok = get_tokenizer()
+    by_role = {
+        role: message_token_ids({"role": role, "content": "hi"}, tok)
+        for role in ("system", "user", "assistant", "tool")
+    }
+    assert len({tuple(ids) for ids in by_role.values()}) == len(by_role)
+    content = tok.encode("hi")
+    for ids in by_role.values():
+        frame = [*ids[:3], ids[-1]]
+        assert list(ids[3:-1]) == content
+        assert min(frame) > 200_000  # above any cl100k id
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "not a dict",
+        {"content": "no role"},
+        {"role": "user", "content": 5},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]},
+        {"role": "assistant", "tool_calls": ["nope"]},
+    ],
+)
+async def test_malformed_messages_raise_value_error(message):
+    with pytest.raises(ValueError):
+        await PromptTokenizer().prompt_ids([message])
