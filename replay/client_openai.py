@@ -74,45 +74,83 @@ def _token_kind(obj: dict[str, Any]) -> tuple[bool, bool]:
     return tokens, answer
 
 
+def _scan(d: bytes) -> tuple[bool, bool] | None:
+    """(tokens, answer) of an ordinary chunk from its bytes alone; None when the event must be decoded.
+
+    The patterns can only match JSON keys (a quote inside a string value is escaped), and they are tried
+    in a fixed order with plain ``in`` tests: this runs once per streamed event.
+    """
+    if b'"usage":{' in d or b'"error"' in d or b'"finish_reason":"' in d or b'"timings"' in d or b": " in d:
+        return None  # a figure is needed from it, or the server writes JSON with spaces: decode
+    if b'"content":"' in d:
+        return None if b'"content":""' in d else _ANSWER
+    if b'"reasoning_content":"' in d:
+        return None if b'"reasoning_content":""' in d else _REASONING
+    if b'"reasoning":"' in d:
+        return None if b'"reasoning":""' in d else _REASONING
+    return None  # tool calls, refusals and anything unusual: decode
+
+
+_ANSWER = (True, True)
+_REASONING = (True, False)
+
+
 def interpret_chat_stream(events: list[Event], t_sent: float) -> _StreamSummary:
     """Classify each event once: token-bearing, answer, usage, error, end of stream."""
     s = _StreamSummary()
+    chunks = s.chunks
+    count = 0
+    first = first_answer = last = None
     last_read_t: float | None = None
     for ev in events:
-        if ev.data == b"[DONE]":
-            s.done = True
+        data = ev.data
+        kind = _scan(data)
+        if kind is None:
+            kind = _decode(data, s)
+            if kind is None:
+                continue
+        tokens, answer = kind
+        if not tokens:
             continue
-        try:
-            obj = orjson.loads(ev.data)
-        except orjson.JSONDecodeError:
-            s.error = s.error or f"malformed event: {_detail(ev.data, 120)}"
-            continue
-        if not isinstance(obj, dict):
-            continue
-        if obj.get("error"):
-            s.error = _detail(orjson.dumps(obj["error"]))
-            continue
-        tokens, answer = _token_kind(obj)
-        if tokens:
-            s.events += 1
-            if s.first_token is None:
-                s.first_token = ev.t
-            if answer and s.first_answer is None:
-                s.first_answer = ev.t
-            s.last_token = ev.t
-            if ev.t == last_read_t:
-                s.chunks[-1] += 1
-            else:
-                s.chunks += [round(ev.t - t_sent, 6), 1]
-                last_read_t = ev.t
-        for choice in obj.get("choices") or ():
-            if choice.get("finish_reason"):
-                s.finish_reason = choice["finish_reason"]
-        if obj.get("usage"):
-            s.usage = obj["usage"]
-        if obj.get("timings"):
-            s.timings = obj["timings"]
+        t = ev.t
+        count += 1
+        if first is None:
+            first = t
+        if answer and first_answer is None:
+            first_answer = t
+        last = t
+        if t == last_read_t:
+            chunks[-1] += 1
+        else:
+            chunks += (round(t - t_sent, 6), 1)
+            last_read_t = t
+    s.events, s.first_token, s.first_answer, s.last_token = count, first, first_answer, last
     return s
+
+
+def _decode(data: bytes, s: _StreamSummary) -> tuple[bool, bool] | None:
+    """The slow path: decode one event, keep the figures it carries, say whether it carried tokens."""
+    if data == b"[DONE]":
+        s.done = True
+        return None
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        s.error = s.error or f"malformed event: {_detail(data, 120)}"
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if obj.get("error"):
+        s.error = _detail(orjson.dumps(obj["error"]))
+        return None
+    for choice in obj.get("choices") or ():
+        if choice.get("finish_reason"):
+            s.finish_reason = choice["finish_reason"]
+    if obj.get("usage"):
+        s.usage = obj["usage"]
+    if obj.get("timings"):
+        s.timings = obj["timings"]
+    return _token_kind(obj)
 
 
 def apply_usage(rec: RequestRecord, usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> None:

@@ -42,6 +42,7 @@ def _parse_block(block: bytes, t: float) -> Event | None:
 def split_events(reads: Sequence[bytes], times: Sequence[float]) -> tuple[list[Event], bytes]:
     """Events in arrival order, plus any trailing bytes that never formed a complete line."""
     events: list[Event] = []
+    append = events.append
     pending = b""
     for data, t in zip(reads, times, strict=True):
         pending += data
@@ -51,16 +52,17 @@ def split_events(reads: Sequence[bytes], times: Sequence[float]) -> tuple[list[E
             tail = b"\r" if pending.endswith(b"\r") else b""
             body = pending[: len(pending) - len(tail)]
             pending = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
-        start = 0
-        while True:
-            end = pending.find(b"\n\n", start)
-            if end < 0:
-                break
-            event = _parse_block(pending[start:end], t)
-            if event is not None:
-                events.append(event)
-            start = end + 2
-        pending = pending[start:]
+        if b"\n\n" not in pending:
+            continue
+        *blocks, pending = pending.split(b"\n\n")
+        for block in blocks:
+            # Fast path, nearly every event: one `data: ` line and nothing else.
+            if block[:6] == b"data: " and b"\n" not in block:
+                append(Event(None, block[6:], t))
+            else:
+                event = _parse_block(block, t)
+                if event is not None:
+                    append(event)
     if pending.endswith(b"\n") and times:
         # Complete lines without the final blank line: some servers close right after `data: [DONE]\n`.
         event = _parse_block(pending, times[-1])
