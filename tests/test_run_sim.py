@@ -142,3 +142,39 @@ def test_api_key_never_reaches_the_run_file_or_output(tmp_path: Path, monkeypatc
     header = read_run(out).header
     assert header["host"]["api_key_env"] == "REPLAY_TEST_KEY" and header["host"]["api_key_set"] is True
     assert header["request"]["extra_body"] == {"api_key": "***"}
+
+
+def test_cli_against_a_standalone_sim_with_duration(tmp_path: Path) -> None:
+    """`replay sim --port P` in its own process, then `replay run --host ... --duration` against it."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "replay", "sim", "--port", str(port), "--profile", "fast"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sim.stdout is not None and sim.stdout.readline().startswith("REPLAY_SIM_READY")
+        out = tmp_path / "run.jsonl"
+        work = _workload(tmp_path, n=4, turns=40, tool_time_s=0.02)
+        res = subprocess.run(
+            [sys.executable, "-m", "replay", "run", str(work), "--host", f"http://127.0.0.1:{port}/v1",
+             "--model", "M", "--concurrency", "4", "--duration", "2", "--out", str(out), "--json", "-q"],
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    assert res.returncode == 0, res.stderr.decode()
+    summary = orjson.loads(res.stdout)
+    run = read_run(out)
+    assert run.header["host"]["model"] == "M" and run.header["simulated_host"] is None
+    assert run.footer["stop_reason"] == "duration"
+    assert summary["requests"] == len(run.requests) > 0 and summary["errors"] == 0
+    assert summary["window_s"] == pytest.approx(2.0 - summary["window"]["start_s"], abs=0.05)
+    assert summary["throughput"]["output_tps"] > 0 and summary["ttft_s"]["p50"] > 0
