@@ -41,7 +41,14 @@ def main() -> None:
     show_default=True,
     help="Environment variable holding the API key (the key itself is never written anywhere).",
 )
-@click.option("-c", "--concurrency", default=8, show_default=True, type=click.IntRange(1), help="Concurrent sessions.")
+@click.option(
+    "-c",
+    "--concurrency",
+    default=12,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Concurrent sessions (12: the shipped workload replays all at once).",
+)
 @click.option("--duration", help="Stop after this long (e.g. 90, 90s, 5m).")
 @click.option(
     "--tasks",

@@ -32,7 +32,7 @@ LAG_PROBE_S = 0.05
 class LoadConfig:
     """How hard and how long to push."""
 
-    concurrency: int = 8
+    concurrency: int = 12
     duration_s: float | None = None  # stop after this long ...
     tasks: int | None = None  # ... or after this many trajectories (default: one pass over the workload)
     warmup_s: float | None = None  # None: until every session has finished its first call
