@@ -178,3 +178,26 @@ def test_cli_against_a_standalone_sim_with_duration(tmp_path: Path) -> None:
     assert summary["requests"] == len(run.requests) > 0 and summary["errors"] == 0
     assert summary["window_s"] == pytest.approx(2.0 - summary["window"]["start_s"], abs=0.05)
     assert summary["throughput"]["output_tps"] > 0 and summary["ttft_s"]["p50"] > 0
+
+
+def test_reasoning_host_time_to_first_answer_token(tmp_path: Path) -> None:
+    spec = RunSpec(
+        trajectories=[str(_workload(tmp_path, n=2, turns=2, output_tokens=20, tool_time_s=0.0))],
+        load=LoadConfig(concurrency=2, tool_time=ToolTimePolicy.parse("none")),
+        out=str(tmp_path / "run.jsonl"),
+        sim_profile="reasoning",
+        sim_truth_log=str(tmp_path / "truth.jsonl"),
+        progress=False,
+    )
+    result = execute(spec)
+    truth = _truth(tmp_path / "truth.jsonl")
+    run = read_run(result.path)
+    for rec in run.requests:
+        t = truth[rec.id]
+        assert rec.reasoning_tokens == t["reasoning_tokens"] == 6  # 30% of 20
+        # the answer starts with the 7th token: the host wrote it at the 7th token's write
+        host_times = _per_token(0.0, t["writes"], offset=False)
+        assert abs(rec.t_first_answer - host_times[6]) < TOLERANCE_S
+        assert rec.t_first_answer > rec.t_first_token
+    s = result.summary
+    assert s["ttfat_s"]["p50"] > s["ttft_s"]["p50"]
