@@ -234,6 +234,9 @@ def _tasks(tasks: list[TaskRecord]) -> dict[str, Any]:
         "model_share": float(model.sum() / wall.sum()) if wall.sum() > 0 else None,
         "projected_wall_s": projected,
         "projected_saving": {k: 1 - v / float(wall.mean()) for k, v in projected.items()},
+        "subagents": sum(t.subagents for t in done),
+        "subagent_calls": sum(t.subagent_calls for t in done),
+        "subagent_model_time_s": float(np.mean([t.subagent_model_time_s for t in done])),
     }
 
 

@@ -54,6 +54,7 @@ class RequestRecord:
     chunks: list[float] = field(default_factory=list)
     finish_reason: str | None = None
     server_timings: dict[str, Any] | None = None
+    parent: str | None = None  # for a subagent's call: the trajectory that spawned it
 
     @property
     def ok(self) -> bool:
@@ -74,7 +75,10 @@ class TaskRecord:
     model_time_s: float  # sum of E2E of the task's calls
     tool_time_s: float  # sum of the pauses actually taken
     complete: bool
-    errors: int = 0
+    errors: int = 0  # failed calls, subagents' included
+    subagents: int = 0  # subagent runs in the task's tree
+    subagent_calls: int = 0
+    subagent_model_time_s: float = 0.0  # sum of E2E of the subagents' calls (they overlap the parent's pauses)
 
 
 @dataclass(slots=True)

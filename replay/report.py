@@ -95,6 +95,11 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
             "  if the model were 2x faster: "
             f"{_s(proj['2x'])} per task ({_pct(save['2x'])} saved); 10x faster: {_s(proj['10x'])} ({_pct(save['10x'])})"
         )
+        if k.get("subagents"):
+            lines.append(
+                f"  subagents: {k['subagents']} runs, {k['subagent_calls']} calls, mean"
+                f" {_s(k['subagent_model_time_s'])} of their model time per task (inside the parents' waits)"
+            )
     else:
         lines.append(f"Tasks: none complete ({k['incomplete']} cut short): run longer or use --tasks for task figures")
     tot = s["totals"]

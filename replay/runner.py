@@ -112,9 +112,9 @@ async def run_load(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run the closed loop to its stop; every record goes to ``writer`` as it happens. Returns the footer."""
-    task_limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.trajectories))
+    task_limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.tasks))
     slots = load.concurrency if task_limit is None else min(load.concurrency, task_limit)
-    order = task_order(workload.trajectories, load.seed)
+    order = task_order(workload.tasks, load.seed)
     stop = asyncio.Event()
     state = _Progress()
     first_call_done: set[int] = set()
@@ -150,6 +150,7 @@ async def run_load(
             stop=stop,
             on_request=request_done,
             on_task=task_done,
+            trajectories=workload.by_id(),
         )
 
         window_open = True

@@ -65,6 +65,7 @@ class SessionContext:
     stop: asyncio.Event
     on_request: Callable[[RequestRecord], None]
     on_task: Callable[[TaskRecord], None]
+    trajectories: dict[str, Trajectory]  # by id, for the subagents a turn spawns
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -77,42 +78,91 @@ async def _pause(stop: asyncio.Event, seconds: float) -> float:
     return perf_counter() - start
 
 
-async def replay_task(ctx: SessionContext, task: int, slot: int, traj: Trajectory) -> TaskRecord:
-    """Replay one trajectory; the task record is emitted even when the run stops or cancels it."""
-    context: list[Message] = []
-    model_time = tool_time = 0.0
-    calls = errors = 0
-    t_start = perf_counter()
-    complete = False
-    try:
-        for turn in traj.turns:
-            if ctx.stop.is_set():
-                break
-            if turn.truncate_to is not None:
-                del context[turn.truncate_to :]
-            context.extend(turn.append)
-            body = build_chat_body(context, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)
-            rec = RequestRecord(
-                id=uuid.uuid4().hex,
-                session=slot,
-                task=task,
-                trajectory=traj.id,
-                turn=turn.index,
-                prompt_tokens_est=turn.prompt_tokens_est,
-                reusable_prefix_tokens=turn.reusable_prefix_tokens,
-                max_tokens=turn.output_tokens,
+@dataclass(slots=True)
+class _Tally:
+    """What one agent (and, separately, its subagents) spent."""
+
+    calls: int = 0
+    errors: int = 0
+    model_time: float = 0.0
+    tool_time: float = 0.0
+    sub_runs: int = 0
+    sub_calls: int = 0
+    sub_model_time: float = 0.0
+
+
+async def _replay_agent(
+    ctx: SessionContext,
+    traj: Trajectory,
+    task: int,
+    slot: int,
+    tally: _Tally,
+    base: list[Message] | None = None,
+    parent: str | None = None,
+) -> None:
+    """Replay one trajectory's calls; subagents it spawns run beside the tool pause and join before the next call.
+
+    ``base`` is the inherited context of a forked subagent: it precedes the agent's own messages, is counted
+    in its prompt and, being exactly the parent's last request plus output, in its reusable prefix.
+    """
+    base = base or []
+    base_tokens = sum(m.tokens for m in base)
+    context: list[Message] = list(base)
+    for turn in traj.turns:
+        if ctx.stop.is_set():
+            return
+        if turn.truncate_to is not None:
+            del context[len(base) + turn.truncate_to :]
+        context.extend(turn.append)
+        body = build_chat_body(context, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)
+        rec = RequestRecord(
+            id=uuid.uuid4().hex,
+            session=slot,
+            task=task,
+            trajectory=traj.id,
+            turn=turn.index,
+            prompt_tokens_est=turn.prompt_tokens_est + base_tokens,
+            reusable_prefix_tokens=turn.reusable_prefix_tokens + (base_tokens if base else 0),
+            max_tokens=turn.output_tokens,
+            parent=parent,
+        )
+        try:
+            await ctx.client.call(body, rec)
+        finally:
+            tally.calls += 1
+            tally.errors += rec.error is not None
+            tally.model_time += (rec.t_done or perf_counter()) - rec.t_sent
+            ctx.on_request(rec)
+        context.append(turn.output_message)
+        last = turn.index == len(traj.turns) - 1
+        pause = 0.0 if last else ctx.tool_time.pause(turn.tool_time_s)
+        if not turn.spawn:
+            if pause:
+                tally.tool_time += await _pause(ctx.stop, pause)
+            continue
+        subs = [_Tally() for _ in turn.spawn]
+        children = [
+            _replay_agent(
+                ctx, ctx.trajectories[ref.trajectory], task, slot, sub, list(context) if ref.fork else None, traj.id
             )
-            try:
-                await ctx.client.call(body, rec)
-            finally:
-                calls += 1
-                errors += rec.error is not None
-                model_time += (rec.t_done or perf_counter()) - rec.t_sent
-                ctx.on_request(rec)
-            context.append(turn.output_message)
-            if turn.index < len(traj.turns) - 1:
-                tool_time += await _pause(ctx.stop, ctx.tool_time.pause(turn.tool_time_s))
-        complete = calls == len(traj.turns)
+            for ref, sub in zip(turn.spawn, subs, strict=True)
+        ]
+        start = perf_counter()
+        await asyncio.gather(_pause(ctx.stop, pause), *children)
+        tally.tool_time += perf_counter() - start  # the parent waits for its tools and its subagents alike
+        for sub in subs:
+            tally.sub_runs += 1 + sub.sub_runs
+            tally.sub_calls += sub.calls + sub.sub_calls
+            tally.sub_model_time += sub.model_time + sub.sub_model_time
+            tally.errors += sub.errors
+
+
+async def replay_task(ctx: SessionContext, task: int, slot: int, traj: Trajectory) -> TaskRecord:
+    """Replay one trajectory (and its subagents); the task record is emitted even when the run stops or cancels it."""
+    tally = _Tally()
+    t_start = perf_counter()
+    try:
+        await _replay_agent(ctx, traj, task, slot, tally)
     finally:
         record = TaskRecord(
             task=task,
@@ -120,12 +170,15 @@ async def replay_task(ctx: SessionContext, task: int, slot: int, traj: Trajector
             trajectory=traj.id,
             t_start=t_start,
             t_end=perf_counter(),
-            turns=calls,
+            turns=tally.calls,
             turns_total=len(traj.turns),
-            model_time_s=model_time,
-            tool_time_s=tool_time,
-            complete=complete,
-            errors=errors,
+            model_time_s=tally.model_time,
+            tool_time_s=tally.tool_time,
+            complete=tally.calls == len(traj.turns),
+            errors=tally.errors,
+            subagents=tally.sub_runs,
+            subagent_calls=tally.sub_calls,
+            subagent_model_time_s=tally.sub_model_time,
         )
         ctx.on_task(record)
     return record

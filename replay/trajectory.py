@@ -40,6 +40,14 @@ class Message:
     tokens: int  # content + tool-call tokens + per-message framing
 
 
+@dataclass(frozen=True, slots=True)
+class Spawn:
+    """A subagent started after a call: fresh context, or forked from the parent's."""
+
+    trajectory: str
+    fork: bool = False
+
+
 @dataclass(slots=True)
 class Turn:
     """One model call of a trajectory."""
@@ -52,6 +60,8 @@ class Turn:
     output_tokens: int
     tool_time_s: float
     recorded: dict[str, Any] | None
+    spawn: list[Spawn] = field(default_factory=list)
+    line: int = 0  # where the turn is in its file, for errors found after parsing
     prompt_tokens_est: int = 0  # client-side estimate of the request's prompt tokens
     reusable_prefix_tokens: int = 0  # exact prefix shared with previous request + its output
     context_len: int = 0  # number of messages in this turn's request
@@ -68,6 +78,7 @@ class Trajectory:
     tools_wire: bytes | None = None
     source: dict[str, Any] = field(default_factory=dict)
     origin: str = ""  # "path:line" of the header
+    subagent: bool = False  # runs only when spawned, never as a task of its own
 
     @property
     def total_output_tokens(self) -> int:
@@ -90,6 +101,14 @@ class Workload:
     @property
     def turns(self) -> int:
         return sum(len(t.turns) for t in self.trajectories)
+
+    @property
+    def tasks(self) -> list[Trajectory]:
+        """The trajectories a run takes as tasks (subagents run only when spawned)."""
+        return [t for t in self.trajectories if not t.subagent]
+
+    def by_id(self) -> dict[str, Trajectory]:
+        return {t.id: t for t in self.trajectories}
 
 
 # ---------------------------------------------------------------------------------------------- validation
@@ -241,6 +260,16 @@ def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn
     recorded = obj.get("recorded")
     if recorded is not None:
         c.check(recorded, "recorded", dict, "an object")
+    spawn = []
+    for i, ref in enumerate(c.check(obj.get("spawn", []), "spawn", list, "a list of subagent references")):
+        c.check(ref, f"spawn[{i}]", dict, 'an object {"trajectory": id, "fork": bool}')
+        child = ref.get("trajectory")
+        if not isinstance(child, str) or not child:
+            raise c.fail(f"spawn[{i}].trajectory", f"expected the id of a subagent trajectory; got {_describe(child)}")
+        fork = ref.get("fork", False)
+        if not isinstance(fork, bool):
+            raise c.fail(f"spawn[{i}].fork", f"expected true or false; got {_describe(fork)}")
+        spawn.append(Spawn(child, fork))
     return Turn(
         index=index,
         append=messages,
@@ -250,6 +279,8 @@ def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn
         output_tokens=output_tokens,
         tool_time_s=float(tool_time_s),
         recorded=recorded,
+        spawn=spawn,
+        line=c.line,
     )
 
 
@@ -268,6 +299,8 @@ def _parse_header(c: _Checker, obj: dict[str, Any]) -> Trajectory:
         c.check(model, "model", str, "a string")
     source = obj.get("source") or {}
     c.check(source, "source", dict, "an object")
+    subagent = obj.get("subagent", False)
+    c.check(subagent, "subagent", bool, "true or false")
     return Trajectory(
         id=traj_id,
         turns=[],
@@ -276,6 +309,7 @@ def _parse_header(c: _Checker, obj: dict[str, Any]) -> Trajectory:
         tools_wire=orjson.dumps(tools) if tools else None,
         source=source,
         origin=f"{c.path}:{c.line}",
+        subagent=subagent,
     )
 
 
@@ -325,6 +359,39 @@ def parse_lines(path: str, lines: Iterable[bytes], tokenizer: Tokenizer) -> Iter
     yield finish()
 
 
+def _check_spawns(trajectories: list[Trajectory]) -> None:
+    """Every spawn names a subagent trajectory of the workload, and no subagent spawns itself (even indirectly)."""
+    by_id = {t.id: t for t in trajectories}
+    for traj in trajectories:
+        path = traj.origin.rsplit(":", 1)[0]
+        for turn in traj.turns:
+            for i, ref in enumerate(turn.spawn):
+                child = by_id.get(ref.trajectory)
+                if child is None:
+                    raise TrajectoryError(
+                        path, turn.line, f"spawn[{i}].trajectory", f"no trajectory {ref.trajectory!r} in the workload"
+                    )
+                if not child.subagent:
+                    raise TrajectoryError(
+                        path,
+                        turn.line,
+                        f"spawn[{i}].trajectory",
+                        f'{ref.trajectory!r} must have "subagent": true in its header',
+                    )
+
+    def visit(traj: Trajectory, stack: tuple[str, ...]) -> None:
+        for turn in traj.turns:
+            for ref in turn.spawn:
+                if ref.trajectory in stack:
+                    cycle = " -> ".join((*stack, ref.trajectory))
+                    raise TrajectoryError(traj.origin.rsplit(":", 1)[0], turn.line, "spawn", f"subagent cycle: {cycle}")
+                visit(by_id[ref.trajectory], (*stack, ref.trajectory))
+
+    for traj in trajectories:
+        if not traj.subagent:
+            visit(traj, (traj.id,))
+
+
 def default_workload_path() -> Path:
     """The workload the project ships, used when no trajectories are named."""
     here = Path(__file__).resolve().parent
@@ -364,6 +431,7 @@ def load_workload(paths: Iterable[str | Path], tokenizer_spec: str | None = None
                 )
             seen[traj.id] = traj.origin
             trajectories.append(traj)
+    _check_spawns(trajectories)
     return Workload(
         trajectories=trajectories,
         paths=[str(f) for f in files],
