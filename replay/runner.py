@@ -151,6 +151,7 @@ async def run_load(
             on_request=request_done,
             on_task=task_done,
             trajectories=workload.by_id(),
+            builder=workload.builder,
         )
 
         window_open = True

@@ -17,7 +17,8 @@ from time import perf_counter
 from replay.client_openai import OpenAIChatClient
 from replay.records import RequestRecord, TaskRecord
 from replay.requests import RequestOptions, build_chat_body
-from replay.trajectory import Message, Trajectory
+from replay.tokens import REPLY_PRIMING_TOKENS
+from replay.trajectory import Message, MessageBuilder, Trajectory
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class SessionContext:
     on_request: Callable[[RequestRecord], None]
     on_task: Callable[[TaskRecord], None]
     trajectories: dict[str, Trajectory]  # by id, for the subagents a turn spawns
+    builder: MessageBuilder | None = None  # renders live answers under the run's history policy
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -106,14 +108,22 @@ async def _replay_agent(
     in its prompt and, being exactly the parent's last request plus output, in its reusable prefix.
     """
     base = base or []
-    base_tokens = sum(m.tokens for m in base)
     context: list[Message] = list(base)
+    sums = [0]  # sums[i] = tokens of context[:i]; estimates need no re-tokenising
+    for m in base:
+        sums.append(sums[-1] + m.tokens)
+    live = ctx.builder is not None and ctx.builder.policy.output == "live"
     for turn in traj.turns:
         if ctx.stop.is_set():
             return
         if turn.truncate_to is not None:
-            del context[len(base) + turn.truncate_to :]
-        context.extend(turn.append)
+            keep = len(base) + turn.truncate_to  # a forked subagent truncates its own messages, not the inherited ones
+            del context[keep:]
+            del sums[keep + 1 :]
+        reusable = sums[-1]  # what survives is exactly the previous request plus its output (or the inherited base)
+        for m in turn.append:
+            context.append(m)
+            sums.append(sums[-1] + m.tokens)
         body = build_chat_body(context, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)
         rec = RequestRecord(
             id=uuid.uuid4().hex,
@@ -121,19 +131,25 @@ async def _replay_agent(
             task=task,
             trajectory=traj.id,
             turn=turn.index,
-            prompt_tokens_est=turn.prompt_tokens_est + base_tokens,
-            reusable_prefix_tokens=turn.reusable_prefix_tokens + (base_tokens if base else 0),
+            prompt_tokens_est=sums[-1] + REPLY_PRIMING_TOKENS,
+            reusable_prefix_tokens=reusable,
             max_tokens=turn.output_tokens,
             parent=parent,
         )
+        answer: dict[str, str] | None = {} if live else None
         try:
-            await ctx.client.call(body, rec)
+            await ctx.client.call(body, rec, answer)
         finally:
             tally.calls += 1
             tally.errors += rec.error is not None
             tally.model_time += (rec.t_done or perf_counter()) - rec.t_sent
             ctx.on_request(rec)
-        context.append(turn.output_message)
+        out = turn.output_message
+        if answer and rec.error is None and ctx.builder is not None:
+            # The host's own words; recorded tool calls stay, since the recorded tool results answer them.
+            out = ctx.builder.output({**answer, "tool_calls": turn.output.get("tool_calls")})
+        context.append(out)
+        sums.append(sums[-1] + out.tokens)
         last = turn.index == len(traj.turns) - 1
         pause = 0.0 if last else ctx.tool_time.pause(turn.tool_time_s)
         if not turn.spawn:

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from replay.history import HistoryPolicy
 from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 FORMAT_V1 = "replay.trajectory/1"
@@ -97,6 +98,7 @@ class Workload:
     paths: list[str]
     digest: str  # sha256 over the files' bytes, in load order
     tokenizer: str
+    builder: MessageBuilder | None = None  # how messages were rendered; sessions use it for live answers
 
     @property
     def turns(self) -> int:
@@ -179,26 +181,35 @@ def _content_text(content: Any) -> str:
 
 
 def message_tokens(msg: dict[str, Any], tokenizer: Tokenizer) -> int:
-    """Tokens one message adds to a prompt: content, tool calls and framing."""
+    """Tokens one message adds to a prompt: content, reasoning sent back, tool calls and framing."""
     n = len(tokenizer.encode(_content_text(msg.get("content"))))
+    if msg.get("reasoning_content"):
+        n += len(tokenizer.encode(msg["reasoning_content"]))
     for call in msg.get("tool_calls") or ():
         fn = call.get("function") or {}
         n += len(tokenizer.encode(fn.get("name", "") + fn.get("arguments", "")))
     return n + MESSAGE_OVERHEAD_TOKENS
 
 
-def _make_message(raw: dict[str, Any], tokenizer: Tokenizer) -> Message:
-    return Message(raw=raw, wire=orjson.dumps(raw), tokens=message_tokens(raw, tokenizer))
+@dataclass(frozen=True, slots=True)
+class MessageBuilder:
+    """Renders messages under a history policy, then serialises and counts them once."""
+
+    tokenizer: Tokenizer
+    policy: HistoryPolicy = field(default_factory=HistoryPolicy)
+
+    def message(self, raw: dict[str, Any]) -> Message:
+        wire = self.policy.render(raw)
+        return Message(raw=wire, wire=orjson.dumps(wire), tokens=message_tokens(wire, self.tokenizer))
+
+    def output(self, output: dict[str, Any]) -> Message:
+        wire = self.policy.output_message(output)
+        return Message(raw=wire, wire=orjson.dumps(wire), tokens=message_tokens(wire, self.tokenizer))
 
 
 def output_as_message(output: dict[str, Any]) -> dict[str, Any]:
-    """The assistant message a recorded output becomes in the context (reasoning is not re-sent)."""
-    msg: dict[str, Any] = {"role": "assistant", "content": output.get("content") or None}
-    if output.get("tool_calls"):
-        msg["tool_calls"] = output["tool_calls"]
-    elif msg["content"] is None:
-        msg["content"] = ""
-    return msg
+    """The assistant message a recorded output becomes in the context under the default policy."""
+    return HistoryPolicy().output_message(output)
 
 
 def _annotate(traj: Trajectory, path: str, lines: list[int]) -> None:
@@ -233,7 +244,7 @@ def _annotate(traj: Trajectory, path: str, lines: list[int]) -> None:
 # ---------------------------------------------------------------------------------------------- parsing
 
 
-def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn:
+def _parse_turn(c: _Checker, obj: Any, index: int, build: MessageBuilder) -> Turn:
     c.check(obj, "turn", dict, "a turn object")
     truncate_to = obj.get("truncate_to")
     if truncate_to is not None:
@@ -244,7 +255,7 @@ def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn
     if append is None:
         raise c.fail("append", "missing; expected a list of messages")
     c.check(append, "append", list, "a list of messages")
-    messages = [_make_message(_check_message(c, m, f"append[{i}]"), tokenizer) for i, m in enumerate(append)]
+    messages = [build.message(_check_message(c, m, f"append[{i}]")) for i, m in enumerate(append)]
     output = c.require(obj, "output", dict, "an object with content / reasoning / tool_calls")
     for key in ("content", "reasoning"):
         if output.get(key) is not None and not isinstance(output[key], str):
@@ -275,7 +286,7 @@ def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn
         append=messages,
         truncate_to=truncate_to,
         output=output,
-        output_message=_make_message(output_as_message(output), tokenizer),
+        output_message=build.output(output),
         output_tokens=output_tokens,
         tool_time_s=float(tool_time_s),
         recorded=recorded,
@@ -284,7 +295,7 @@ def _parse_turn(c: _Checker, obj: Any, index: int, tokenizer: Tokenizer) -> Turn
     )
 
 
-def _parse_header(c: _Checker, obj: dict[str, Any]) -> Trajectory:
+def _parse_header(c: _Checker, obj: dict[str, Any], build: MessageBuilder) -> Trajectory:
     fmt = obj.get("format")
     if fmt != FORMAT_V1:
         raise c.fail("format", f"expected {FORMAT_V1!r}; got {_describe(fmt)}")
@@ -306,14 +317,14 @@ def _parse_header(c: _Checker, obj: dict[str, Any]) -> Trajectory:
         turns=[],
         model=model,
         tools=tools,
-        tools_wire=orjson.dumps(tools) if tools else None,
+        tools_wire=orjson.dumps(tools) if tools and build.policy.tool_calls == "native" else None,
         source=source,
         origin=f"{c.path}:{c.line}",
         subagent=subagent,
     )
 
 
-def parse_lines(path: str, lines: Iterable[bytes], tokenizer: Tokenizer) -> Iterator[Trajectory]:
+def parse_lines(path: str, lines: Iterable[bytes], build: MessageBuilder) -> Iterator[Trajectory]:
     """Parse the JSON Lines of one file into trajectories; raise TrajectoryError on the first problem."""
     current: Trajectory | None = None
     turn_lines: list[int] = []
@@ -338,13 +349,13 @@ def parse_lines(path: str, lines: Iterable[bytes], tokenizer: Tokenizer) -> Iter
         if "format" in obj:
             if current is not None:
                 yield finish()
-            current, turn_lines = _parse_header(c, obj), []
+            current, turn_lines = _parse_header(c, obj, build), []
             nested = obj.get("turns")
             if nested is not None:
                 c.check(nested, "turns", list, "a list of turns")
                 for i, t in enumerate(nested):
                     tc = _Checker(path, lineno, f"turns[{i}].")
-                    current.turns.append(_parse_turn(tc, t, len(current.turns), tokenizer))
+                    current.turns.append(_parse_turn(tc, t, len(current.turns), build))
                     turn_lines.append(lineno)
             continue
         if current is None:
@@ -352,7 +363,7 @@ def parse_lines(path: str, lines: Iterable[bytes], tokenizer: Tokenizer) -> Iter
                 "format",
                 f"missing; the first line of a trajectory must be a header with format {FORMAT_V1!r}",
             )
-        current.turns.append(_parse_turn(c, obj, len(current.turns), tokenizer))
+        current.turns.append(_parse_turn(c, obj, len(current.turns), build))
         turn_lines.append(lineno)
     if current is None:
         raise TrajectoryError(path, 0, "", "no trajectories in file")
@@ -402,9 +413,12 @@ def default_workload_path() -> Path:
     raise FileNotFoundError("the default workload trajectories/coding-agent-default.jsonl is missing")
 
 
-def load_workload(paths: Iterable[str | Path], tokenizer_spec: str | None = None) -> Workload:
+def load_workload(
+    paths: Iterable[str | Path], tokenizer_spec: str | None = None, policy: HistoryPolicy | None = None
+) -> Workload:
     """Load and validate every file (directories: their *.jsonl files) before anything is sent."""
     tokenizer = get_tokenizer(tokenizer_spec) if tokenizer_spec else get_tokenizer()
+    build = MessageBuilder(tokenizer, policy or HistoryPolicy())
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -421,7 +435,7 @@ def load_workload(paths: Iterable[str | Path], tokenizer_spec: str | None = None
     for f in files:
         data = f.read_bytes()
         digest.update(data)
-        for traj in parse_lines(str(f), data.splitlines(), tokenizer):
+        for traj in parse_lines(str(f), data.splitlines(), build):
             if traj.id in seen:
                 raise TrajectoryError(
                     traj.origin.rsplit(":", 1)[0],
@@ -437,4 +451,5 @@ def load_workload(paths: Iterable[str | Path], tokenizer_spec: str | None = None
         paths=[str(f) for f in files],
         digest="sha256:" + digest.hexdigest(),
         tokenizer=tokenizer.name,
+        builder=build,
     )
