@@ -9,6 +9,7 @@ pre-serialised message bytes.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -406,7 +407,7 @@ def _check_spawns(trajectories: list[Trajectory]) -> None:
 def default_workload_path() -> Path:
     """The workload the project ships, used when no trajectories are named."""
     here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "trajectories", here / "_trajectories"):
+    for candidate in (here.parent / "trajectories", Path(sys.prefix) / "share" / "replay" / "trajectories"):
         path = candidate / "coding-agent-default.jsonl"
         if path.exists():
             return path
