@@ -1,0 +1,328 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl`` and ``agent-<id>.jsonl``).
+
+One JSON event per line. The conversation is rebuilt in file order: the task prompt, then per model
+response (``assistant`` lines; one response may span several lines sharing ``message.id``) the assistant
+message (``text`` blocks → content, ``tool_use`` → OpenAI-shaped ``tool_calls`` with the input as a JSON
+string, ``thinking`` → ``reasoning``, not re-sent), then the ``tool_result`` blocks of the following
+``user`` lines as ``tool`` messages. ``progress`` lines carry no content. A ``compact_boundary`` system
+line starts a fresh context (compaction). Assistant lines of the ``<synthetic>`` model are not calls.
+
+Timing: latency = assistant timestamp − the latest user-side line before it; tool time = the last user-side
+line before the next call − the assistant timestamp (tool execution, or the user's pause before a new
+prompt). Usage: ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens`` = prompt.
+
+Subagents: a ``tool_use`` that started one (``Task``/``Agent``) is tied to its ``agentId`` by
+``agent_progress`` events, a ``toolUseResult.agentId``, or (fallback) by its prompt matching the subagent's
+first message. The subagent's transcript is the file ``agent-<agentId>.jsonl`` next to the session file (or
+under ``<session>/subagents/``), another file of the same import, or the sidechain lines of the session file
+itself. It becomes a separate trajectory with ``"subagent": true``, spawned (``fork: false``) by the turn
+that launched it; that turn's tool time is the recorded gap minus the longest subagent's recorded span
+(the replay waits for its subagents). A subagent transcript imported without its parent is an ordinary
+trajectory (``source.sidechain = true``). The system prompt and tool schemas are not in the transcripts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from replay.importers._common import (
+    Call,
+    Imported,
+    Refused,
+    Src,
+    assistant_message,
+    build_trajectory,
+    content_text,
+    iter_jsonl,
+    make_output,
+    parse_time,
+    seconds_between,
+    unix_seconds,
+    usage_figures,
+)
+
+FORMAT = "claude-code"
+SPAWN_TOOLS = ("Task", "Agent")
+
+
+@dataclass
+class _Conv:
+    """A parsed conversation: its calls, and for each call the tool_use ids it emitted."""
+
+    calls: list[Call] = field(default_factory=list)
+    tool_ids: list[list[str]] = field(default_factory=list)
+    prompts: dict[str, str] = field(default_factory=dict)  # tool_use id → prompt, for spawn tools
+    first_prompt: str | None = None
+    span_s: float | None = None
+    models: set[str] = field(default_factory=set)
+    agent_links: dict[str, str] = field(default_factory=dict)  # tool_use id → agentId
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b if isinstance(b, dict) else {"type": "text", "text": str(b)} for b in content]
+    return []
+
+
+def _parse(lines: list[tuple[int, dict[str, Any]]], src: Src) -> _Conv:
+    conv = _Conv()
+    context: list[dict[str, Any]] = []
+    pending: dict[str, Any] | None = None  # assistant response being assembled
+    last_user_ts = None
+    first_ts = last_ts = None
+
+    def flush() -> None:
+        nonlocal pending
+        if pending is None:
+            return
+        p, pending = pending, None
+        output = make_output("".join(p["text"]), p["calls"], "\n".join(p["thinking"]) or None)
+        if p["synthetic"]:
+            context.append(assistant_message(output))
+            return
+        rec = usage_figures(p["usage"])
+        if p["model"]:
+            rec["model"] = p["model"]
+            conv.models.add(p["model"])
+        lat = seconds_between(last_user_ts, p["ts"])
+        if lat is not None:
+            rec["latency_s"] = round(max(0.0, lat), 6)
+        start = unix_seconds(last_user_ts)
+        if start is not None:
+            rec["timestamp"] = start
+        rec["_ts"] = p["ts"]
+        conv.calls.append(
+            Call(input=list(context), output=output, output_tokens=rec.get("output_tokens"), recorded=rec)
+        )
+        conv.tool_ids.append([c["id"] for c in p["calls"]])
+        context.append(assistant_message(output))
+
+    for lineno, ev in lines:
+        s = src.at(lineno)
+        kind = ev.get("type")
+        ts = parse_time(ev.get("timestamp"))
+        if kind in ("user", "assistant") and ts is not None:
+            first_ts = first_ts if first_ts is not None else ts
+            last_ts = ts
+        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        if kind == "progress" and data.get("type") == "agent_progress" and data.get("agentId"):
+            for key in (
+                ev.get("parentToolUseID"),
+                ev.get("toolUseID"),
+                data.get("toolUseID"),
+                data.get("parentToolUseID"),
+            ):
+                if isinstance(key, str):
+                    conv.agent_links.setdefault(key, str(data["agentId"]))
+            continue
+        if kind == "system" and ev.get("subtype") == "compact_boundary":
+            flush()
+            context.clear()
+            continue
+        if kind not in ("user", "assistant"):
+            continue
+        msg = s.get(ev, "message", dict, "$", "a message object")
+        if kind == "assistant":
+            mid = msg.get("id")
+            if pending is not None and (mid is None or mid != pending["id"]):
+                flush()
+            if pending is None:
+                pending = {
+                    "id": mid,
+                    "text": [],
+                    "calls": [],
+                    "thinking": [],
+                    "usage": None,
+                    "model": None,
+                    "synthetic": False,
+                }
+            model = msg.get("model")
+            pending["model"] = model if model != "<synthetic>" else pending["model"]
+            pending["synthetic"] = model == "<synthetic>"
+            pending["usage"] = msg.get("usage") or pending["usage"]
+            pending["ts"] = ts
+            for j, b in enumerate(_blocks(msg.get("content"))):
+                t = b.get("type")
+                if t == "text":
+                    pending["text"].append(str(b.get("text", "")))
+                elif t == "thinking":
+                    pending["thinking"].append(str(b.get("thinking", "")))
+                elif t == "tool_use":
+                    if not isinstance(b.get("name"), str):
+                        raise s.fail(f"$.message.content[{j}].name", "expected the tool name (a string)")
+                    call_id = str(b.get("id") or f"toolu_{lineno}_{j}")
+                    args = orjson.dumps(b.get("input", {})).decode()
+                    pending["calls"].append(
+                        {"id": call_id, "type": "function", "function": {"name": b["name"], "arguments": args}}
+                    )
+                    inp = b.get("input") if isinstance(b.get("input"), dict) else {}
+                    if b["name"] in SPAWN_TOOLS or "subagent_type" in inp:
+                        conv.prompts[call_id] = str(inp.get("prompt", ""))
+            continue
+        # user line
+        flush()
+        texts: list[str] = []
+        for j, b in enumerate(_blocks(msg.get("content"))):
+            t = b.get("type")
+            if t == "tool_result":
+                if not b.get("tool_use_id"):
+                    raise s.fail(f"$.message.content[{j}].tool_use_id", "missing; expected the id of the tool_use")
+                context.append(
+                    {"role": "tool", "tool_call_id": str(b["tool_use_id"]), "content": content_text(b.get("content"))}
+                )
+            elif t in ("text", "image"):
+                texts.append(content_text([b]))
+        if texts:
+            context.append({"role": "user", "content": "".join(texts)})
+            if conv.first_prompt is None:
+                conv.first_prompt = "".join(texts)
+        result = ev.get("toolUseResult")
+        if isinstance(result, dict) and result.get("agentId"):
+            for b in _blocks(msg.get("content")):
+                if b.get("type") == "tool_result" and b.get("tool_use_id"):
+                    conv.agent_links.setdefault(str(b["tool_use_id"]), str(result["agentId"]))
+        if ts is not None:
+            last_user_ts = ts
+            if conv.calls:
+                dt = seconds_between(conv.calls[-1].recorded.get("_ts"), ts)
+                if dt is not None:
+                    conv.calls[-1].tool_time_s = max(0.0, dt)
+    flush()
+    for c in conv.calls:
+        c.recorded.pop("_ts", None)
+        if c.tool_time_s is None:
+            c.tool_time_s = 0.0
+    conv.span_s = seconds_between(first_ts, last_ts)
+    return conv
+
+
+def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    src = Src(path)
+    out = []
+    for lineno, ev in iter_jsonl(path):
+        src.at(lineno).expect(ev, dict, "$", "a Claude Code event object")
+        out.append((lineno, ev))
+    return out
+
+
+def _agent_file(path: Path, session: str | None, agent_id: str, pool: dict[str, Path]) -> Path | None:
+    if agent_id in pool:
+        return pool[agent_id]
+    cands = [path.parent / f"agent-{agent_id}.jsonl"]
+    if session:
+        cands.append(path.parent / session / "subagents" / f"agent-{agent_id}.jsonl")
+    return next((c for c in cands if c.is_file()), None)
+
+
+def _build(
+    path: Path,
+    lines: list[tuple[int, dict[str, Any]]],
+    traj_id: str,
+    pool: dict[str, Path],
+    out: list[Imported],
+    *,
+    subagent: bool,
+    sidechain: bool,
+    seen: set[str],
+) -> tuple[Imported, float | None]:
+    src = Src(path)
+    main = [(n, e) for n, e in lines if not e.get("isSidechain")] if not sidechain else lines
+    inline: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    if not sidechain:
+        for n, e in lines:
+            if e.get("isSidechain"):
+                inline.setdefault(str(e.get("agentId") or "sidechain"), []).append((n, e))
+    conv = _parse(main, src)
+    if not conv.calls:
+        raise Refused(path, "", "no model call (no assistant line) in the transcript")
+    session = next((e.get("sessionId") for _, e in lines if e.get("sessionId")), None)
+    # Subagent conversations available to link: inline sidechains, then files.
+    candidates: dict[str, tuple[Path, list[tuple[int, dict[str, Any]]]]] = {}
+    for aid, group in inline.items():
+        candidates[aid] = (path, group)
+    linked: dict[str, str] = dict(conv.agent_links)
+    for tid, prompt in conv.prompts.items():
+        if tid in linked:
+            continue
+        for aid, (_, group) in candidates.items():  # fallback: match the prompt
+            first = next((e for _, e in group if e.get("type") == "user"), None)
+            if first and content_text((first.get("message") or {}).get("content")) == prompt:
+                linked[tid] = aid
+                break
+    spans: dict[int, float] = {}
+    for k, ids in enumerate(conv.tool_ids):
+        for tid in ids:
+            aid = linked.get(tid)
+            if aid is None:
+                continue
+            if aid in candidates:
+                apath, alines = candidates[aid]
+            else:
+                apath = _agent_file(path, session, aid, pool)
+                if apath is None:
+                    continue
+                alines = _lines(apath)
+            key = f"{apath}#{aid}"
+            if key in seen:
+                continue  # a cycle, or the same transcript linked twice
+            seen.add(key)
+            sub, span = _build(
+                apath, alines, f"{traj_id}/agent-{aid}", pool, out, subagent=True, sidechain=True, seen=seen
+            )
+            sub.header["source"]["agent_id"] = aid
+            out.append(sub)
+            conv.calls[k].spawn.append(sub.id)
+            if span is not None:
+                spans[k] = max(spans.get(k, 0.0), span)
+    for k, span in spans.items():  # the replay waits for the subagents: keep only the parent's own pause
+        c = conv.calls[k]
+        c.recorded["recorded_gap_s"] = round(c.tool_time_s or 0.0, 6)
+        c.tool_time_s = max(0.0, (c.tool_time_s or 0.0) - span)
+    source: dict[str, Any] = {
+        "importer": FORMAT,
+        "path": str(path),
+        "tool_time": "timestamps",
+        "note": "system prompt and tool schemas are not in Claude Code transcripts",
+    }
+    if session:
+        source["session_id"] = session
+    if sidechain and not subagent:
+        source["sidechain"] = True
+    model = next(iter(conv.models)) if len(conv.models) == 1 else None
+    traj = build_trajectory(traj_id, conv.calls, source=source, model=model, subagent=subagent)
+    return traj, conv.span_s
+
+
+def import_file(path: Path, pool: dict[str, Path] | None = None) -> list[Imported]:
+    """Import one transcript; subagent transcripts it launched are imported with it (listed after it)."""
+    lines = _lines(path)
+    if not lines:
+        raise Refused(path, "", "empty transcript")
+    all_side = all(e.get("isSidechain") for _, e in lines if e.get("type") in ("user", "assistant"))
+    stem = path.name.removesuffix(".jsonl")
+    subs: list[Imported] = []
+    traj, _ = _build(
+        path,
+        lines,
+        f"claude-code/{stem}",
+        pool or {},
+        subs,
+        subagent=False,
+        sidechain=all_side,
+        seen={f"{path}#{stem.removeprefix('agent-')}"},
+    )
+    return [traj, *subs]
+
+
+def agent_id_of(path: Path) -> str | None:
+    """The agentId of a subagent transcript file (from its name), for linking files of one import."""
+    name = path.name
+    if name.startswith("agent-") and name.endswith(".jsonl"):
+        return name[len("agent-") : -len(".jsonl")]
+    return None

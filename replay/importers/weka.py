@@ -1,0 +1,146 @@
+"""Weka / kv-cache-tester agentic traces (one JSON object: ``block_size``, ``requests``, nested subagents).
+
+No message text is recorded: each call is its token counts (``in``, ``out``), timing (``think_time``: the
+client-side gap before the call; ``api_time``: the call's response time) and ``hash_ids``, one id per full
+``block_size``-token block of the serialised request. Text is generated per block id (see ``_blocks``), so
+equal ids are byte-identical text and the input sizes match ``in``. The first
+``(tool_tokens + system_tokens) // block_size`` blocks form a system message (the warm prefix).
+
+Subagent entries (``type: "subagent"``) become separate trajectories with ``"subagent": true``. Their
+``t`` is the completion time relative to the parent's start, so they started at ``t - duration_ms/1000``;
+each is spawned by the last parent call that had finished by then. Tool time of a call = ``think_time`` of
+the next call of the same conversation; for a call that spawned subagents, minus the time from its end to
+the last of those subagents' completion (the replay waits for its subagents), clamped at 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from replay.importers._blocks import BlockRequest, BlockText, block_calls
+from replay.importers._common import Imported, Refused, Src, build_trajectory, parse_time, read_json, unix_seconds
+
+FORMAT = "weka"
+
+
+def _leaf(r: dict[str, Any], src: Src, jp: str, block_size: int) -> BlockRequest:
+    ids = src.get(r, "hash_ids", list, jp, "a list of block hash ids")
+    n_in = src.get(r, "in", int, jp, "the input size in tokens (an integer)")
+    n_out = src.get(r, "out", int, jp, "the output size in tokens (an integer)")
+    if len(ids) * block_size > n_in:
+        raise src.fail(
+            f"{jp}.hash_ids", f"expected at most in // block_size = {n_in // block_size} ids; got {len(ids)}"
+        )
+    rec: dict[str, Any] = {"output_tokens": n_out, "trace_input_tokens": n_in}
+    if isinstance(r.get("api_time"), (int, float)):
+        rec["latency_s"] = float(r["api_time"])
+    if isinstance(r.get("ttft"), (int, float)):
+        rec["ttft_s"] = float(r["ttft"])
+    if r.get("model"):
+        rec["model"] = r["model"]
+    if r.get("stop"):
+        rec["stop"] = r["stop"]
+    return BlockRequest(blocks=[(h, block_size) for h in ids], input_tokens=n_in, output_tokens=n_out, recorded=rec)
+
+
+def _conversation(
+    obj: dict[str, Any],
+    src: Src,
+    jp: str,
+    traj_id: str,
+    path: Path,
+    texts: BlockText,
+    block_size: int,
+    scope: str,
+    out: list[Imported],
+    *,
+    subagent: bool,
+    start_unix: float | None,
+) -> Imported:
+    reqs = src.get(obj, "requests", list, jp, "a list of requests")
+    warm = (int(obj.get("tool_tokens") or 0) + int(obj.get("system_tokens") or 0)) // block_size
+    leaves: list[BlockRequest] = []
+    raw_leaves: list[dict[str, Any]] = []
+    waits: dict[int, float] = {}
+    for i, r in enumerate(reqs):
+        rjp = f"{jp}.requests[{i}]"
+        src.expect(r, dict, rjp, "a request object")
+        t = r.get("t")
+        if not isinstance(t, (int, float)):
+            raise src.fail(f"{rjp}.t", f"expected seconds from the start of the conversation; got {t!r}")
+        if r.get("type") == "subagent":
+            dur = float(r.get("duration_ms") or 0) / 1000.0
+            begin = float(t) - dur
+            k = len(leaves) - 1  # default: the last call before it in the list
+            for j, lr in enumerate(raw_leaves):
+                if float(lr["t"]) + float(lr.get("api_time") or 0.0) <= begin + 1.0:
+                    k = j
+            if k < 0:
+                raise src.fail(rjp, "expected a parent call before the subagent started")
+            aid = str(r.get("agent_id") or f"sub{i}")
+            sub_start = None if start_unix is None else start_unix + begin
+            sub = _conversation(
+                r,
+                src,
+                rjp,
+                f"{traj_id}/{aid}",
+                path,
+                texts,
+                block_size,
+                scope,
+                out,
+                subagent=True,
+                start_unix=sub_start,
+            )
+            sub.header["source"]["agent_id"] = aid
+            out.append(sub)
+            leaves[k].spawn.append(sub.id)
+            end_k = float(raw_leaves[k]["t"]) + float(raw_leaves[k].get("api_time") or 0.0)
+            waits[k] = max(waits.get(k, 0.0), float(t) - end_k)
+            continue
+        leaf = _leaf(r, src, rjp, block_size)
+        if start_unix is not None:
+            leaf.recorded["timestamp"] = round(start_unix + float(t), 3)
+        leaves.append(leaf)
+        raw_leaves.append(r)
+    if not leaves:
+        raise Refused(path, jp, "no model call in the trace")
+    for k, leaf in enumerate(leaves):
+        nxt = raw_leaves[k + 1].get("think_time") if k + 1 < len(raw_leaves) else 0.0
+        gap = float(nxt) if isinstance(nxt, (int, float)) else 0.0
+        if k in waits:
+            leaf.recorded["recorded_gap_s"] = gap
+            gap = max(0.0, gap - waits[k])
+        leaf.tool_time_s = gap
+    id_scope = traj_id if scope != "global" else ""  # ids of one conversation only: keep them apart
+    calls, worst = block_calls(leaves, texts, key=traj_id, block_size=block_size, warm_blocks=warm, scope=id_scope)
+    source: dict[str, Any] = {
+        "importer": FORMAT,
+        "path": str(path),
+        "tool_time": "think_time of the next call",
+        "text": "synthetic: one word per cl100k token, generated per block hash id",
+        "block_size": block_size,
+        "prompt_tokens_over_trace": worst,
+    }
+    models = obj.get("models")
+    model = models[0] if isinstance(models, list) and len(models) == 1 else None
+    return build_trajectory(traj_id, calls, source=source, model=model, subagent=subagent)
+
+
+def import_file(path: Path, salt: str = "") -> list[Imported]:
+    src = Src(path)
+    data = read_json(path, "a Weka trace (one JSON object)")
+    src.expect(data, dict, "$", "a Weka trace object with 'block_size' and 'requests'")
+    block_size = src.get(data, "block_size", int, "$", "the block size in tokens (an integer)")
+    if block_size < 1:
+        raise src.fail("$.block_size", f"expected a positive integer; got {block_size}")
+    scope = str(data.get("hash_id_scope") or "global")
+    start = unix_seconds(parse_time(data.get("_start_ts")))
+    name = str(data.get("id") or path.stem)
+    texts = BlockText(salt)
+    subs: list[Imported] = []
+    traj = _conversation(
+        data, src, "$", f"weka/{name}", path, texts, block_size, scope, subs, subagent=False, start_unix=start
+    )
+    return [traj, *subs]
