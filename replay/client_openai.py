@@ -189,6 +189,13 @@ def apply_usage(rec: RequestRecord, usage: dict[str, Any] | None, timings: dict[
             rec.cached_tokens = timings["cache_n"]  # llama.cpp reports the reused prefix here
 
 
+def _stale_connection(exc: aiohttp.ClientError) -> bool:
+    """Errors of writing to, or reading headers from, a pooled connection the server closed (not a refusal)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False
+    return isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
+
+
 class OpenAIChatClient:
     """Streams chat completions from one host and fills request records."""
 
@@ -210,37 +217,42 @@ class OpenAIChatClient:
         reads: list[bytes] = []
         times: list[float] = []
         headers = {**self._headers, "X-Request-Id": rec.id}
-        rec.t_sent = perf_counter()
-        try:
-            async with self.http.post(self.url, data=body, headers=headers, timeout=self._timeout) as resp:
-                rec.t_headers = perf_counter()
-                rec.status = resp.status
-                if resp.status != 200:
-                    text = await resp.read()
-                    rec.t_done = perf_counter()
-                    rec.error = "http_429" if resp.status == 429 else f"http_{resp.status // 100}xx"
-                    rec.error_detail = _detail(text)
-                    return
-                # The hot path: a timestamp and the bytes, nothing else.
-                async for data in resp.content.iter_any():
-                    times.append(perf_counter())
-                    reads.append(data)
-            rec.t_done = perf_counter()
-        except asyncio.CancelledError:
-            rec.t_done = perf_counter()
-            rec.error, rec.error_detail = "cancelled", "stopped before the host finished"
-            self._finish(rec, reads, times, answer)
-            raise
-        except TimeoutError:
-            rec.t_done = perf_counter()
-            rec.error, rec.error_detail = (
-                "timeout",
-                "no bytes within the stall timeout, or the call timed out",
-            )
-        except aiohttp.ClientError as exc:
-            rec.t_done = perf_counter()
-            rec.error = "connect" if rec.t_headers is None else "disconnect"
-            rec.error_detail = _detail(f"{type(exc).__name__}: {exc}")
+        for attempt in range(2):
+            rec.t_sent = perf_counter()
+            try:
+                async with self.http.post(self.url, data=body, headers=headers, timeout=self._timeout) as resp:
+                    rec.t_headers = perf_counter()
+                    rec.status = resp.status
+                    if resp.status != 200:
+                        text = await resp.read()
+                        rec.t_done = perf_counter()
+                        rec.error = "http_429" if resp.status == 429 else f"http_{resp.status // 100}xx"
+                        rec.error_detail = _detail(text)
+                        return
+                    # The hot path: a timestamp and the bytes, nothing else.
+                    async for data in resp.content.iter_any():
+                        times.append(perf_counter())
+                        reads.append(data)
+                rec.t_done = perf_counter()
+            except asyncio.CancelledError:
+                rec.t_done = perf_counter()
+                rec.error, rec.error_detail = "cancelled", "stopped before the host finished"
+                self._finish(rec, reads, times, answer)
+                raise
+            except TimeoutError:
+                rec.t_done = perf_counter()
+                rec.error = "timeout"
+                rec.error_detail = "no bytes within the stall timeout, or the call timed out"
+            except aiohttp.ClientError as exc:
+                rec.t_done = perf_counter()
+                if attempt == 0 and _stale_connection(exc) and rec.t_headers is None:
+                    # A kept-alive connection the server had already closed (llama-server closes after every
+                    # stream while announcing keep-alive). Nothing reached the host: send again on a fresh one.
+                    rec.retries += 1
+                    continue
+                rec.error = "connect" if rec.t_headers is None else "disconnect"
+                rec.error_detail = _detail(f"{type(exc).__name__}: {exc}")
+            break
         self._finish(rec, reads, times, answer)
 
     @staticmethod

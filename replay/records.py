@@ -55,6 +55,7 @@ class RequestRecord:
     finish_reason: str | None = None
     server_timings: dict[str, Any] | None = None
     parent: str | None = None  # for a subagent's call: the trajectory that spawned it
+    retries: int = 0  # resent once on a fresh connection when a kept-alive one turned out closed
 
     @property
     def ok(self) -> bool:
