@@ -225,13 +225,140 @@ def report(run_file: str, as_json: bool) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, help="Port (0: an ephemeral port, printed when ready).")
-@click.option("--profile", default="default", show_default=True, help="Simulated engine profile.")
+@click.option(
+    "--profile",
+    default="default",
+    show_default=True,
+    help="Simulated engine profile: default, reasoning, fast, instant, moe-8gpu, overloaded (see --list-profiles).",
+)
 @click.option("--truth-log", type=click.Path(dir_okay=False), help="Write the per-request truth log here (JSON Lines).")
-def sim(host: str, port: int, profile: str, truth_log: str | None) -> None:
-    """Run the simulated OpenAI-compatible host on its own."""
+@click.option(
+    "--faults",
+    help="Inject faults at these rates, e.g. '429:0.05@2,500:0.02,503:0.01,drop:0.01,stall:0.01@5,"
+    "malformed:0.01,no_usage:0.01,bad_usage:0.01' (KIND:RATE[@SECONDS]).",
+)
+@click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws.")
+@click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as JSON and exit.")
+def sim(
+    host: str,
+    port: int,
+    profile: str,
+    truth_log: str | None,
+    faults: str | None,
+    fault_seed: int,
+    list_profiles: bool,
+) -> None:
+    """Run the simulated OpenAI- and Anthropic-compatible host on its own."""
+    from replay.sim.faults import FaultSpec
+    from replay.sim.profiles import PROFILES, get_profile
     from replay.sim.server import serve
 
-    serve(host=host, port=port, profile=profile, truth_log=truth_log)
+    if list_profiles:
+        for p in PROFILES.values():
+            click.echo(orjson.dumps({"profile": p.name, "description": p.description} | (
+                {} if p.instant else p.summary())).decode())  # fmt: skip
+        return
+    try:
+        get_profile(profile)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--profile") from None
+    try:
+        FaultSpec.parse(faults, fault_seed)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults") from None
+    serve(host=host, port=port, profile=profile, truth_log=truth_log, faults=faults, fault_seed=fault_seed)
+
+
+@main.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--from",
+    "fmt",
+    default="auto",
+    show_default=True,
+    help="Source format: auto (detect per file), swe-agent, mini-swe-agent, openhands, claude-code, openai-log, "
+    "mooncake, weka.",
+)
+@click.option(
+    "-o",
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Canonical trajectory file to write (JSON Lines; - for stdout).",
+)
+@click.option("--salt", help="Mooncake/Weka: salt of the text generated per block id (default: none).")
+@click.option("--block-size", type=click.IntRange(1), help="Mooncake: tokens per hashed block (default 512).")
+@click.option("-q", "--quiet", is_flag=True, help="No per-file lines.")
+def import_cmd(
+    paths: tuple[str, ...],
+    fmt: str,
+    out: str,
+    salt: str | None,
+    block_size: int | None,
+    quiet: bool,
+) -> None:
+    """Import recorded agent sessions or traces (files or directories) as canonical trajectories."""
+    import os
+
+    from replay.importers import ImportFailure, import_paths, write_canonical
+
+    try:
+        result = import_paths(paths, fmt, salt=salt, block_size=block_size)
+    except (ImportFailure, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for path, reason, explicit in result.refused:
+        if explicit:
+            raise click.ClickException(f"{path}: refused: {reason}")
+        if not quiet:
+            click.echo(f"skipped {path}: {reason}", err=True)
+    if not result.trajectories:
+        raise click.ClickException("nothing to import")
+    if not quiet:
+        for f in result.files:
+            click.echo(f"{f.format:>14}  {f.path}: {f.trajectories} trajectories, {f.turns} turns", err=True)
+    if out == "-":
+        write_canonical(result.trajectories, sys.stdout.buffer)
+    else:
+        tmp = f"{out}.tmp"
+        with open(tmp, "wb") as fh:
+            write_canonical(result.trajectories, fh)
+        os.replace(tmp, out)
+    turns = sum(len(t.turns) for t in result.trajectories)
+    click.echo(f"{len(result.trajectories)} trajectories, {turns} turns -> {out}", err=True)
+
+
+@main.command("inspect")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--from",
+    "fmt",
+    default="auto",
+    show_default=True,
+    help="Format of inputs that are not canonical trajectory files (auto: detect per file).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    help="Draw the context-growth curves to this PNG (needs matplotlib).",
+)
+def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str | None) -> None:
+    """Workload statistics: turns, context growth, prefix reuse, tool time, recorded latency and cache."""
+    from replay.inspect import load, plot, require_matplotlib, summarize, to_json, to_text
+
+    if plot_path:
+        try:
+            require_matplotlib()
+        except RuntimeError as exc:
+            raise click.ClickException(str(exc)) from None
+    try:
+        report = summarize(load(paths, fmt))
+    except ValueError as exc:  # ImportFailure, TrajectoryError: they name the file and what is wrong
+        raise click.ClickException(str(exc)) from None
+    if plot_path:
+        plot(report, plot_path)
+    click.echo(to_json(report) if as_json else to_text(report))
 
 
 if __name__ == "__main__":

@@ -2,15 +2,18 @@
 
 Starts the sim (``instant`` profile: no pacing, 256 tokens per write) in a subprocess, then one aiohttp
 client streams ``--streams`` answers of ``--tokens`` tokens, ``--concurrency`` at a time, counting
-``data:`` events by byte scan. Prints SSE tokens/s received per run and the median.
+``data:`` events by byte scan. Prints, per run and as the median, SSE tokens/s received (wall clock, client
+and sim sharing the machine) and tokens per CPU-second of the sim process (its own user + system time from
+/proc: what one core of the sim sustains, whatever else runs on the machine).
 
-    python scripts/bench_sim_sse.py [--streams 20] [--tokens 20000] [--concurrency 4] [--runs 3]
+    python scripts/bench_sim_sse.py [--streams 64] [--tokens 32000] [--concurrency 4] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -63,22 +66,35 @@ async def run_once(url: str, streams: int, tokens: int, concurrency: int) -> flo
     return sum(counts) / elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--streams", type=int, default=20)
-    parser.add_argument("--tokens", type=int, default=20000)
+    parser.add_argument("--streams", type=int, default=64)
+    parser.add_argument("--tokens", type=int, default=32000)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     proc, port = start_sim()
     try:
         url = f"http://127.0.0.1:{port}/v1/chat/completions"
-        rates = []
+        rates, per_core = [], []
         for i in range(args.runs):
+            cpu0 = cpu_seconds(proc.pid)
             rate = asyncio.run(run_once(url, args.streams, args.tokens, args.concurrency))
+            sim_cpu = cpu_seconds(proc.pid) - cpu0
             rates.append(rate)
-            print(f"run {i + 1}: {rate:,.0f} tokens/s")
-        print(f"median of {args.runs}: {statistics.median(rates):,.0f} tokens/s of SSE received")
+            per_core.append(args.streams * args.tokens / max(sim_cpu, 0.01))
+            print(f"run {i + 1}: {rate:,.0f} tokens/s received; sim {per_core[-1]:,.0f} tokens per CPU-second")
+        print(
+            f"median of {args.runs}: {statistics.median(rates):,.0f} tokens/s of SSE received; "
+            f"sim {statistics.median(per_core):,.0f} tokens per CPU-second (one core)"
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)

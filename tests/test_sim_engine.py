@@ -1,13 +1,14 @@
-"""Engine timing model: output length, reasoning share, the serial prefill queue, coalesced batches."""
+"""Engine: the physical step model, continuous batching with chunked prefill, admission, preemption, pacing."""
 
+import asyncio
 import dataclasses
 import time
 
 import numpy as np
 import pytest
 
-from replay.sim.engine import SimEngine
-from replay.sim.profiles import PROFILES, get_profile
+from replay.sim.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine
+from replay.sim.profiles import GB, PROFILES, SimProfile, get_profile
 
 FAST = get_profile("fast")
 
@@ -16,59 +17,199 @@ def prompt(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 100_000, n).astype(np.int32)
 
 
+def run_until_idle(core: EngineCore, t: float = 0.0, max_steps: int = 100_000) -> tuple[float, list]:
+    """Step the core on a virtual clock until nothing is left; the end time and the steps."""
+    steps = []
+    for _ in range(max_steps):
+        step = core.schedule(t)
+        if step is None:
+            return t, steps
+        t += step.duration
+        core.complete(step, t)
+        steps.append(step)
+    raise AssertionError("the engine never went idle")
+
+
+def submit(core: EngineCore, n_prompt: int, n_out: int, seed: int = 0, t: float = 0.0):
+    seq = core.new_seq(f"r{seed}", prompt(n_prompt, seed), n_out)
+    core.add(seq, t)
+    return seq
+
+
 def test_profiles_are_named_and_unknown_names_are_listed():
-    assert {"default", "reasoning", "fast", "instant"} <= set(PROFILES)
+    assert {"default", "reasoning", "fast", "instant", "moe-8gpu", "overloaded"} <= set(PROFILES)
     with pytest.raises(ValueError, match="known: default, reasoning, fast, instant"):
         get_profile("nope")
+    for p in PROFILES.values():
+        assert p.description
+        assert p.instant or p.kv_budget_tokens >= p.model_len_limit >= 32_768
 
 
-def test_token_interval_grows_with_active_streams():
+def test_default_profile_keeps_its_published_figures():
     p = get_profile("default")
-    assert p.token_interval(1) == 1 / p.decode_tps
-    assert p.token_interval(11) == (1 + 10 * p.decode_slowdown) / p.decode_tps
+    assert p.decode_tps(1) == pytest.approx(150, rel=0.03)
+    assert p.prefill_tps(0) == pytest.approx(20_000, rel=0.1)  # an 8k-token prompt
+    speeds = [p.decode_tps(n, 4000) for n in (1, 4, 16, 64)]
+    assert speeds == sorted(speeds, reverse=True) and speeds[-1] < speeds[0] / 2  # decode slows with concurrency
+    assert p.decode_tps(8, 32_000) < p.decode_tps(8, 2_000)  # ... and with the context it reads
+    assert get_profile("reasoning").reasoning_fraction == 0.3
+    assert get_profile("fast").decode_tps(1) == pytest.approx(1000, rel=0.01)
+    assert get_profile("fast").prefill_tps() == pytest.approx(1e6, rel=0.01)
 
 
-def test_output_length_and_reasoning_share():
-    engine = SimEngine(dataclasses.replace(FAST, reasoning_fraction=0.3, max_output_tokens=100))
-    req = engine.submit(prompt(50), max_tokens=20)
-    assert (req.output_tokens, req.reasoning_tokens, req.prompt_tokens) == (20, 6, 50)
-    assert engine.submit(prompt(50, 1), max_tokens=1000).output_tokens == 100  # capped by the profile
+def test_step_time_is_the_roofline_of_the_physical_inputs():
+    p = SimProfile(name="t", description="t", gpus=2, hbm_bytes_per_s=1e12, flops=1e14, gpu_memory_bytes=0,
+                   mem_efficiency=0.5, mfu=0.5, step_overhead_s=0.001, weight_bytes=10 * GB,
+                   dense_weight_bytes=10 * GB, active_params=5e9, attn_flops_per_ctx_token=1e6,
+                   kv_bytes_per_token=1e5, kv_budget_override=10_000)  # fmt: skip
+    memory = (10e9 + 3000 * 1e5) / (1e12 * 2 * 0.5)
+    compute = (2 * 5e9 * 100 + 1e6 * 5000) / (1e14 * 2 * 0.5)
+    assert p.step_time(100, 3000, 5000) == pytest.approx(max(memory, compute) + 0.001)
+    assert p.step_time(5000, 3000, 1e7) > p.step_time(1, 3000, 1e7)  # compute bound when prefilling
+    assert p.kv_budget_tokens == 10_000
 
 
-def test_prefills_queue_on_one_compute_unit():
-    engine = SimEngine(dataclasses.replace(FAST, prefill_tps=1000.0))
-    first = engine.submit(prompt(500, 1), 10)
-    second = engine.submit(prompt(300, 2), 10)
-    assert second.prefill_start == first.prefill_end  # waits for the unit, no drift in the queue
-    assert second.prefill_end - second.prefill_start == pytest.approx(300 / 1000.0)
-    third = engine.submit(prompt(500, 1), 10)  # same prompt as the first: served from the prefix cache
-    assert third.cached_tokens == 496
-    assert third.prefill_end - third.prefill_start == pytest.approx(4 / 1000.0)
+def test_moe_reads_more_experts_as_the_batch_grows():
+    p = get_profile("moe-8gpu")
+    one, eight, many = (p.weight_bytes_read(n) for n in (1, 8, 512))
+    expert = p.weight_bytes - p.dense_weight_bytes
+    assert one == pytest.approx(p.dense_weight_bytes + expert * 8 / 256)
+    assert one < eight < many <= p.weight_bytes and many > 0.99 * p.weight_bytes
+    assert 50 < p.decode_tps(1) < 100  # a large MoE node's lone stream
 
 
-async def test_batches_sum_to_output_and_due_tokens_coalesce():
-    engine = SimEngine(dataclasses.replace(FAST, decode_tps=100.0))  # 10 ms per token
-    req = engine.submit(prompt(10), max_tokens=5)
-    batches = []
-    async for count in engine.token_batches(req):
-        batches.append(count)
+def test_answer_length_reasoning_ignore_eos_and_min_tokens():
+    core = EngineCore(dataclasses.replace(FAST, reasoning_fraction=0.3, max_output_tokens=100))
+    assert core.plan_output(20) == (20, "length")
+    assert core.plan_output(1000) == (100, "length")  # capped by the profile
+    seq = core.new_seq("r", prompt(50), 20)
+    assert (seq.target, seq.reasoning, seq.prompt_len) == (20, 6, 50)
+    natural = EngineCore(dataclasses.replace(FAST, natural_output_tokens=50), seed=3)
+    plans = [natural.plan_output(400) for _ in range(500)]
+    stopped = [n for n, why in plans if why == "stop"]
+    assert len(stopped) > 400 and np.mean(stopped) == pytest.approx(50, rel=0.2)
+    assert all(n == 400 for n, why in plans if why == "length")
+    assert {natural.plan_output(400, ignore_eos=True) for _ in range(50)} == {(400, "length")}
+    assert min(natural.plan_output(400, min_tokens=120)[0] for _ in range(200)) >= 120
+
+
+def test_chunked_prefill_shares_steps_with_decodes():
+    core = EngineCore(dataclasses.replace(FAST, max_num_batched_tokens=1000))
+    a = submit(core, 100, 50, seed=1)
+    t = 0.0
+    step = core.schedule(t)
+    t += step.duration
+    core.complete(step, t)  # a: prefilled, first token
+    assert a.num_output == 1 and a.t_first_token == t
+    b = submit(core, 2500, 5, seed=2, t=t)
+    steps = []
+    while b.num_output == 0:
+        step = core.schedule(t)
+        t += step.duration
+        core.complete(step, t)
+        steps.append({s.rid: n for s, n in step.items})
+    # b's 2500-token prompt goes in chunks of what the budget leaves after a's decode token
+    assert steps == [{"r1": 1, "r2": 999}, {"r1": 1, "r2": 999}, {"r1": 1, "r2": 502}]
+    assert a.num_output == 4 and b.num_output == 1
+    run_until_idle(core, t)
+    assert (a.state, b.state, a.num_output, b.num_output) == (FINISHED, FINISHED, 50, 5)
+    assert core.pool.used_blocks == 0
+
+
+def test_running_cap_queues_the_rest_first_come_first_served():
+    core = EngineCore(dataclasses.replace(FAST, max_num_seqs=2))
+    seqs = [submit(core, 40, 10, seed=i) for i in range(4)]
+    core.complete(step := core.schedule(0.0), step.duration)
+    assert [s.state for s in seqs] == [RUNNING, RUNNING, WAITING, WAITING]
+    run_until_idle(core, step.duration)
+    assert all(s.state == FINISHED and s.num_output == 10 for s in seqs)
+    assert seqs[2].t_scheduled >= seqs[0].t_last_token  # waited for a slot
+    assert seqs[2].t_scheduled > seqs[2].t_queued
+
+
+def test_out_of_kv_preempts_the_most_recent_and_recomputes():
+    # 64 blocks of 16 tokens; three sequences that each grow to 30 blocks cannot all stay
+    core = EngineCore(dataclasses.replace(FAST, kv_budget_override=64 * 16, max_num_batched_tokens=4096))
+    seqs = [submit(core, 300, 180, seed=i) for i in range(3)]
+    _, steps = run_until_idle(core)
+    assert all(s.state == FINISHED and s.num_output == 180 for s in seqs)
+    assert core.preemptions > 0 and sum(len(s.preempted_at) for s in seqs) == core.preemptions
+    first = next(st for st in steps if st.preempted)
+    assert first.preempted[0] is seqs[2]  # the most recently admitted goes first
+    assert seqs[2].recomputed_tokens > 0 and not seqs[0].preempted_at
+    assert core.pool.used_blocks == 0
+    assert core.generation_tokens_total == 3 * 180
+
+
+def test_cached_tokens_are_what_the_cache_served_at_admission():
+    core = EngineCore(FAST)
+    ids = prompt(1000, 5)
+    a = core.new_seq("a", ids, 3)
+    core.add(a, 0.0)
+    t, _ = run_until_idle(core)
+    b = core.new_seq("b", np.concatenate([ids, prompt(200, 6)]), 3)
+    c = core.new_seq("c", ids, 3)
+    core.add(b, t)
+    core.add(c, t)
+    run_until_idle(core, t)
+    assert (a.cached_tokens, b.cached_tokens, c.cached_tokens) == (0, 992, 992)
+    assert core.pool.hit_tokens == 992 * 2
+    assert core.pool.query_tokens == 1000 + 1200 + 1000
+
+
+def test_abort_gives_back_blocks_and_slot():
+    core = EngineCore(FAST)
+    a = submit(core, 500, 1000, seed=1)
+    b = submit(core, 500, 1000, seed=2)
+    step = core.schedule(0.0)
+    core.complete(step, step.duration)
+    assert core.pool.used_blocks > 0
+    core.abort(a)
+    core.abort(b)
+    assert (a.state, b.state, core.pool.used_blocks, core.running) == (ABORTED, ABORTED, 0, [])
+    assert core.schedule(1.0) is None
+
+
+async def test_real_time_steps_are_anchored_and_due_tokens_coalesce():
+    engine = SimEngine(dataclasses.replace(FAST, step_overhead_s=0.009))  # ~10 ms steps
+    seq = engine.core.new_seq("r", prompt(10), 6)
+    engine.submit(seq)
+    sent, batches = 0, []
+    while sent < seq.target:
+        n = await engine.tokens(seq, sent)
+        batches.append(n - sent)
         if len(batches) == 1:
-            assert engine.decoding == 1
-            time.sleep(0.06)  # block the loop on purpose: tokens 2..5 (due at +10..+40 ms) all fall due
-    assert batches == [1, 4]
-    assert engine.decoding == 0
+            time.sleep(0.035)  # block the loop on purpose: the next tokens fall due meanwhile
+        sent = n
+    await engine.stop()
+    assert sum(batches) == 6 and batches[0] == 1 and batches[1] >= 2
+    # engine times stay on the schedule despite the blocked loop: 6 steps of the same length
+    assert seq.t_last_token - seq.t_first_token == pytest.approx(5 * 0.010, abs=0.002)
 
 
-async def test_unpaced_profile_writes_fixed_batches():
-    engine = SimEngine(get_profile("instant"))
-    req = engine.submit(prompt(10), max_tokens=1000)
-    assert [c async for c in engine.token_batches(req)] == [256, 256, 256, 232]
-
-
-async def test_leaving_early_releases_the_decode_slot():
+async def test_leaving_early_releases_the_running_slot():
     engine = SimEngine(FAST)
-    batches = engine.token_batches(engine.submit(prompt(10), max_tokens=50))
-    assert await anext(batches) == 1
+    seq = engine.core.new_seq("r", prompt(10), 50_000)
+    engine.submit(seq)
+    assert await engine.tokens(seq, 0) >= 1
     assert engine.decoding == 1
-    await batches.aclose()
-    assert engine.decoding == 0
+    engine.abort(seq)
+    assert engine.decoding == 0 and engine.core.pool.used_blocks == 0
+    await asyncio.sleep(0.01)
+    await engine.stop()
+
+
+async def test_instant_profile_writes_fixed_batches():
+    engine = SimEngine(get_profile("instant"))
+    seq = engine.core.new_seq("r", prompt(10), 1000)
+    engine.submit(seq)
+    assert [c async for c in engine.instant_batches(seq)] == [256, 256, 256, 232]
+    assert seq.state == FINISHED
+
+
+def test_a_step_admits_only_what_arrived_before_it_started():
+    core = EngineCore(FAST)
+    seq = submit(core, 40, 3, t=1.0)
+    assert core.schedule(0.5) is None  # the loop woke late: a step that started at 0.5 cannot hold it
+    step = core.schedule(1.0)
+    assert step is not None and step.items[0][0] is seq and seq.t_scheduled == 1.0

@@ -14,6 +14,7 @@ from replay.sim.profiles import get_profile
 from replay.sim.prompt import PromptTokenizer
 from replay.sim.server import start_sim
 from replay.sim.wire import piece_text
+from replay.tokens import get_tokenizer
 
 CONTEXT = [
     {"role": "system", "content": "You are a careful coding agent. " * 20},
@@ -183,9 +184,12 @@ async def test_concurrent_streams_all_complete(sim, http):
     assert await asyncio.gather(*(one(i) for i in range(16))) == [30] * 16
     truth = await sim.wait_truth(16)
     assert all(sum(t["writes"][1::2]) == 30 for t in truth)
-    starts = sorted((t["prefill_start"], t["prefill_end"]) for t in truth)
-    assert all(a[1] <= b[0] for a, b in itertools.pairwise(starts))  # prefills never overlap
-    assert sim.engine.decoding == 0
+    assert all(t["queue_wait"] >= 0 and t["prefill_time"] > 0 and t["preemptions"] == 0 for t in truth)
+    # continuous batching: answers decode side by side instead of queueing behind each other
+    edges = sorted([(t["prefill_start"], 1) for t in truth] + [(t["last_token"], -1) for t in truth])
+    assert max(itertools.accumulate(d for _, d in edges)) > 1
+    assert sim.engine.core.steps < 16 * 30  # fewer steps than tokens: steps were shared
+    assert sim.engine.decoding == 0 and sim.engine.core.pool.used_blocks == 0
 
 
 async def test_client_leaving_mid_stream_is_logged(sim, http):
@@ -217,3 +221,123 @@ async def test_stop_cuts_in_flight_streams_and_logs_them(http):
     (truth,) = sim.truth
     assert truth["status"] == "cancelled" and truth["output_tokens"] > 0
     assert sim.engine.decoding == 0
+
+
+async def test_completions_api_streams_text_chunks(sim, http):
+    body = {"model": "m", "prompt": "def parse(text):", "max_tokens": 7, "stream": True,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    async with http.post(f"{sim.base_url}/completions", data=orjson.dumps(body)) as r:
+        assert r.status == 200
+        events = sse(await r.read())
+    tokens, finish, usage, done = events[:7], events[7], events[8], events[9:]
+    assert all(e["object"] == "text_completion" for e in events[:-1])
+    assert "".join(e["choices"][0]["text"] for e in tokens) == piece_text(0, 7)
+    assert finish["choices"][0]["finish_reason"] == "length" and done == [b"[DONE]"]
+    n_prompt = len(get_tokenizer().encode("def parse(text):"))
+    assert usage["usage"]["prompt_tokens"] == n_prompt and usage["usage"]["completion_tokens"] == 7
+    body = {"prompt": [1, 2, 3], "max_tokens": 3}
+    async with http.post(f"{sim.base_url}/completions", data=orjson.dumps(body)) as r:
+        answer = await r.json()
+    assert answer["choices"][0]["text"] == piece_text(0, 3) and answer["usage"]["prompt_tokens"] == 3
+    truth = await sim.wait_truth(2)
+    assert [t["api"] for t in truth] == ["completions", "completions"]
+
+
+def anthropic_events(raw: bytes) -> list[tuple[str, dict]]:
+    out = []
+    for block in raw.split(b"\n\n")[:-1]:
+        name_line, data_line = block.split(b"\n")
+        assert name_line.startswith(b"event: ") and data_line.startswith(b"data: ")
+        data = orjson.loads(data_line[6:])
+        assert data["type"] == name_line[7:].decode()
+        out.append((data["type"], data))
+    return out
+
+
+async def test_anthropic_messages_stream_with_cache_usage(http):
+    async with await start_sim("reasoning") as sim:
+        system = "You are a careful coding agent. " * 20
+        turn1 = [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Fix parser.py", "cache_control": {"type": "ephemeral"}}],
+            }
+        ]
+        call = {"type": "tool_use", "id": "t1", "name": "bash", "input": {"cmd": "ls"}}
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": "parser.py"}
+        turn2 = [*turn1, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+        starts = []
+        for messages in (turn1, turn2):
+            body = {"model": "claude-x", "system": system, "messages": messages, "max_tokens": 10, "stream": True}
+            async with http.post(f"http://{sim.host}:{sim.port}/v1/messages", data=orjson.dumps(body)) as r:
+                assert r.status == 200
+                events = anthropic_events(await r.read())
+            kinds = [k for k, _ in events]
+            delta, start, stop = "content_block_delta", "content_block_start", "content_block_stop"
+            assert kinds == ["message_start", start, *[delta] * 4, stop, start, *[delta] * 7, stop,
+                             "message_delta", "message_stop"]  # fmt: skip
+            deltas = [d["delta"] for k, d in events if k == "content_block_delta"]
+            assert [d["type"] for d in deltas] == ["thinking_delta"] * 3 + ["signature_delta"] + ["text_delta"] * 7
+            assert events[-2][1]["usage"] == {"output_tokens": 10}
+            assert events[-2][1]["delta"]["stop_reason"] == "max_tokens"
+            starts.append(events[0][1]["message"]["usage"])
+        truth = await sim.wait_truth(2)
+        for u, t in zip(starts, truth, strict=True):
+            assert u["cache_read_input_tokens"] == t["cached_tokens"]
+            assert (
+                u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+                == t["prompt_tokens"]
+            )
+        assert starts[0]["cache_read_input_tokens"] == 0 and starts[1]["cache_read_input_tokens"] > 0
+        assert starts[0]["cache_creation_input_tokens"] > 0  # the request marked a cache breakpoint
+        assert [t["api"] for t in truth] == ["messages", "messages"]
+        body = {"messages": turn1, "max_tokens": 4}
+        async with http.post(f"http://{sim.host}:{sim.port}/v1/messages", data=orjson.dumps(body)) as r:
+            message = await r.json()
+        assert [b["type"] for b in message["content"]] == ["thinking", "text"]
+        assert message["usage"]["output_tokens"] == 4 and message["stop_reason"] == "max_tokens"
+        async with http.post(f"http://{sim.host}:{sim.port}/v1/messages", data=b'{"messages": []}') as r:
+            assert r.status == 400 and (await r.json())["type"] == "error"
+
+
+async def test_metrics_endpoint_speaks_vllm(sim, http):
+    for i in range(3):
+        await post(http, sim, chat(CONTEXT, max_tokens=4), **{"X-Request-Id": f"m{i}"})
+    truth = await sim.wait_truth(3)
+    async with http.get(f"http://{sim.host}:{sim.port}/metrics") as r:
+        assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain")
+        text = await r.text()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+    label = '{model_name="replay-sim"}'
+    assert values[f"vllm:num_requests_running{label}"] == 0
+    assert values[f"vllm:num_requests_waiting{label}"] == 0
+    assert values[f"vllm:prefix_cache_hits_total{label}"] == sum(t["cached_tokens"] for t in truth) > 0
+    assert values[f"vllm:prefix_cache_queries_total{label}"] == sum(t["prompt_tokens"] for t in truth)
+    assert values[f"vllm:generation_tokens_total{label}"] == 12
+    assert values['vllm:request_success_total{model_name="replay-sim",finished_reason="length"}'] == 3
+    assert 'vllm:kv_cache_usage_perc{model_name="replay-sim"}' in values
+    assert "# TYPE vllm:num_preemptions_total counter" in text
+
+
+async def test_prompt_longer_than_the_model_is_rejected_like_vllm(http):
+    profile = dataclasses.replace(get_profile("fast"), max_model_len=300)
+    async with await start_sim(profile) as sim:
+        status, _, raw = await post(http, sim, chat(CONTEXT, max_tokens=200))
+        assert status == 400 and "maximum context length is 300" in orjson.loads(raw)["error"]["message"]
+        (truth,) = await sim.wait_truth(1)
+        assert truth["status"] == "rejected" and truth["http_status"] == 400
+
+
+async def test_running_cap_makes_requests_queue(http):
+    profile = dataclasses.replace(get_profile("fast"), max_num_seqs=2, step_overhead_s=0.004)
+    async with await start_sim(profile) as sim:
+        await asyncio.gather(*(post(http, sim, chat([*CONTEXT, {"role": "user", "content": str(i)}], max_tokens=10))
+                               for i in range(6)))  # fmt: skip
+        truth = await sim.wait_truth(6)
+    waits = sorted(t["queue_wait"] for t in truth)
+    assert waits[-1] > 0.03  # the last ones waited for two answers of ~10 steps to finish
+    assert all(t["status"] == "ok" and t["output_tokens"] == 10 for t in truth)

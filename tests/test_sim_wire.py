@@ -3,7 +3,16 @@
 import orjson
 import pytest
 
-from replay.sim.wire import DONE, ChatStream, completion_body, piece_text, usage
+from replay.sim.wire import (
+    DONE,
+    ChatStream,
+    CompletionStream,
+    Counts,
+    MessagesStream,
+    completion_body,
+    piece_text,
+    usage,
+)
 from replay.tokens import count_tokens
 
 
@@ -59,3 +68,39 @@ def test_completion_body():
     assert message["content"] == piece_text(3, 7)
     assert body["choices"][0]["finish_reason"] == "length"
     assert body["usage"]["completion_tokens_details"] == {"reasoning_tokens": 3}
+
+
+def named_events(raw: bytes) -> list[tuple[str, dict]]:
+    out = []
+    for block in raw.split(b"\n\n")[:-1]:
+        name, data = block.split(b"\n")
+        out.append((name[7:].decode(), orjson.loads(data[6:])))
+    return out
+
+
+def test_anthropic_stream_without_reasoning_has_one_text_block():
+    stream = MessagesStream("msg_1", "m", reasoning=0)
+    raw = stream.opening(Counts(100, 64, 0, 0, 16)) + stream.tokens(0, 3, 0) + stream.tokens(3, 2, 0)
+    raw += stream.closing(Counts(100, 64, 5, 0, 16), "stop")
+    events = named_events(raw)
+    assert [k for k, _ in events] == ["message_start", "content_block_start", *["content_block_delta"] * 5,
+                                      "content_block_stop", "message_delta", "message_stop"]  # fmt: skip
+    assert events[0][1]["message"]["usage"] == {
+        "input_tokens": 20, "cache_creation_input_tokens": 16, "cache_read_input_tokens": 64, "output_tokens": 1,
+    }  # fmt: skip
+    assert "".join(d["delta"]["text"] for k, d in events if k == "content_block_delta") == piece_text(0, 5)
+    assert events[-2][1]["delta"]["stop_reason"] == "end_turn" and events[-2][1]["usage"] == {"output_tokens": 5}
+
+
+def test_completion_stream_and_malformed_events():
+    stream = CompletionStream("cmpl-1", "m", 1)
+    parsed = events(stream.tokens(0, 4, 0))
+    assert "".join(e["choices"][0]["text"] for e in parsed) == piece_text(0, 4)
+    closing = stream.closing(Counts(9, 0, 4, 0), "length")
+    finish, usage_chunk = events(closing[: -len(DONE)])
+    assert finish["choices"][0]["finish_reason"] == "length" and usage_chunk["usage"]["completion_tokens"] == 4
+    for wire in (stream, ChatStream("c", "m", 1), MessagesStream("m", "m", 0)):
+        bad = wire.malformed()
+        assert bad.endswith(b"\n\n") and b"data: {" in bad
+        with pytest.raises(orjson.JSONDecodeError):
+            orjson.loads(bad.split(b"data: ", 1)[1])

@@ -1,8 +1,12 @@
-"""The simulated inference host: an OpenAI-compatible server whose timing follows a stated model.
+"""The simulated host: a continuous-batching inference engine with prefix caching, over HTTP.
 
 It is the default host of ``replay run`` and the backbone of the tests. The client side never imports
 it: it talks to it over HTTP like any other host, and compares its records with the sim's truth log.
-Modules, one job each: ``profiles`` (named timing parameters), ``prompt`` (messages to token ids),
-``prefix_cache`` (block-hash prefix cache), ``engine`` (the timing model), ``wire`` (OpenAI chat bytes),
-``truth`` (per-request truth log), ``server`` (aiohttp app and entry points).
+Modules, one job each: ``profiles`` (physical inputs of named hosts, and the step-time model),
+``prefix_cache`` (the KV block pool with chained block hashes and LRU eviction), ``engine`` (the
+scheduler: chunked prefill, admission, preemption, and its real-time loop), ``virtual`` (the same engine
+on a virtual clock, for sweeps in seconds), ``prompt`` (requests to token ids), ``wire`` (OpenAI chat,
+completions and Anthropic Messages bytes), ``faults`` (seeded fault injection), ``prometheus``
+(``/metrics``), ``truth`` (per-request truth log), ``server`` (aiohttp app and entry points).
+See docs/simulated-host.md.
 """

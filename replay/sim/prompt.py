@@ -80,6 +80,10 @@ class PromptTokenizer:
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()  # message bytes -> ids, LRU first
         self._cached_tokens = 0
 
+    async def warm_up(self) -> None:
+        """Start the worker thread and the tokenizer now, not while the first requests wait."""
+        await asyncio.to_thread(self._tokenizer.encode, "warm up the tokenizer")
+
     async def prompt_ids(self, messages: list[Any]) -> np.ndarray:
         """int32 token ids of the whole prompt; ValueError on a malformed message."""
         keys = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in messages]
@@ -111,3 +115,65 @@ class PromptTokenizer:
         self._cached_tokens += len(ids)
         while self._cached_tokens > self._max_cached_tokens and len(self._cache) > 1:
             self._cached_tokens -= len(self._cache.popitem(last=False)[1])
+
+    async def text_ids(self, prompt: Any) -> np.ndarray:
+        """int32 ids of a completions prompt: a string (tokenised as is, no framing) or a list of ids;
+        ValueError otherwise (a list of several prompts included)."""
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            key = b"text:" + prompt.encode()
+            ids = self._cache.get(key)
+            if ids is None:
+                ids = np.array(await asyncio.to_thread(self._tokenizer.encode, prompt), dtype=np.int32)
+                self._remember(key, ids)
+            return ids
+        if isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
+            return np.array(prompt, dtype=np.int32)
+        raise ValueError("'prompt' must be one non-empty string or one non-empty list of token ids")
+
+
+def anthropic_to_chat(system: Any, messages: Any) -> list[dict[str, Any]]:
+    """An Anthropic Messages request as chat messages, so it is counted and cached by the same rules.
+
+    ``system`` becomes a system message; in each message, text blocks and tool results join into the
+    content, ``tool_use`` blocks become tool calls (name + JSON input), thinking blocks are dropped (the
+    API strips earlier thinking from the prompt). ValueError if the request is not of that shape.
+    """
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("'messages' must be a non-empty list")
+    out: list[dict[str, Any]] = []
+    if system is not None:
+        out.append({"role": "system", "content": _anthropic_text(system)})
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise ValueError("each message must be an object with role 'user' or 'assistant'")
+        content = message.get("content")
+        chat: dict[str, Any] = {"role": message["role"], "content": _anthropic_text(content)}
+        calls = [
+            {"function": {"name": str(b.get("name", "")), "arguments": orjson.dumps(b.get("input", {})).decode()}}
+            for b in (content if isinstance(content, list) else ())
+            if isinstance(b, dict) and b.get("type") == "tool_use"
+        ]
+        if calls:
+            chat["tool_calls"] = calls
+        out.append(chat)
+    return out
+
+
+def _anthropic_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValueError("content must be a string or a list of content blocks")
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise ValueError("each content block must be an object")
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "tool_result":
+            inner = block.get("content")
+            parts.append(inner if isinstance(inner, str) else _anthropic_text(inner or []))
+    return "".join(parts)

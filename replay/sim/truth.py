@@ -20,8 +20,12 @@ class TruthRecord:
 
     request_id: str  # the request's X-Request-Id header, or one the sim made up
     arrival: float  # handler entry
-    prefill_start: float | None = None
-    prefill_end: float | None = None
+    api: str = "chat"  # chat | completions | messages
+    queued: float | None = None  # handed to the engine (prompt tokenised), joins the waiting queue
+    prefill_start: float | None = None  # start of the step that first admitted it (queue wait ends)
+    prefill_end: float | None = None  # end of the step that sampled its first token (engine time)
+    queue_wait: float | None = None  # prefill_start - queued
+    prefill_time: float | None = None  # prefill_end - prefill_start: chunks, steps shared with decodes
     first_token: float | None = None  # first token-bearing write handed to the transport
     last_token: float | None = None  # last token-bearing write handed to the transport
     done: float | None = None  # final write (or the error response) handed to the transport
@@ -30,7 +34,13 @@ class TruthRecord:
     output_tokens: int = 0  # tokens actually written
     reasoning_tokens: int = 0  # of output_tokens
     writes: list[float] = field(default_factory=list)  # flat [t0, n0, t1, n1, ...]: token-bearing writes
-    status: str = "ok"  # ok | bad_request | disconnected | cancelled
+    status: str = "ok"  # ok | bad_request | rejected | fault | disconnected | cancelled
+    http_status: int = 200
+    finish_reason: str | None = None  # length | stop
+    fault: str | None = None  # the fault injected (faults.KINDS), if any
+    preemptions: int = 0  # times the engine preempted it (KV ran out); recomputed each time
+    preempted_at: list[float] = field(default_factory=list)
+    recomputed_tokens: int = 0  # tokens computed a second time because of preemptions
 
     def wrote(self, t: float, count: int) -> None:
         """Note a write of ``count`` tokens handed to the transport at ``t``."""

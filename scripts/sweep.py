@@ -1,0 +1,207 @@
+"""Concurrency sweep against the simulated host: one ``replay run`` per concurrency, then a table and a plot.
+
+Each point is a separate ``replay run`` (embedded simulated host in its own process, ``--json`` summary),
+so a point measures exactly what a user would measure. ``--virtual`` instead drives the same engine on a
+virtual clock (``replay.sim.virtual``): no sockets, no client, seconds of CPU for the whole sweep, for a
+preview of the curve's shape or for profile work.
+
+    python scripts/sweep.py --profile moe-8gpu --concurrency 1,2,4,8,16,24,32,48,64 \\
+        --duration 90 --warmup 20 --out docs/img/sweep-moe-8gpu
+    python scripts/sweep.py --profile overloaded --concurrency 1,2,3,4,5,6,8,12,16 --virtual --out /tmp/o
+
+Writes OUT.json (the rows and how they were made), OUT.csv and OUT.png (needs matplotlib: the ``plots``
+extra). ``--plot-only OUT.json`` redraws the picture from a finished sweep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+COLUMNS = (
+    ("concurrency", ("concurrency",)),
+    ("requests", ("requests",)),
+    ("errors", ("errors",)),
+    ("total_tps", ("throughput", "total_tps")),
+    ("output_tps", ("throughput", "output_tps")),
+    ("new_input_tps", ("throughput", "new_input_tps")),
+    ("ttft_p50_s", ("ttft_s", "p50")),
+    ("ttft_p95_s", ("ttft_s", "p95")),
+    ("decode_p25_tps", ("user_decode_tps", "p25")),
+    ("decode_p50_tps", ("user_decode_tps", "p50")),
+    ("host_hit_ratio", ("cache", "host_hit_ratio")),
+)
+
+
+def _get(summary: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = summary
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def row(summary: dict[str, Any], concurrency: int) -> dict[str, Any]:
+    out = {name: _get(summary, path) for name, path in COLUMNS}
+    out["concurrency"] = concurrency
+    return out
+
+
+def run_point(args: argparse.Namespace, concurrency: int, run_dir: Path) -> dict[str, Any]:
+    """One ``replay run`` at ``concurrency``; its JSON summary."""
+    cmd = [
+        sys.executable, "-m", "replay", "run", *args.trajectories,
+        "--sim-profile", args.profile, "-c", str(concurrency),
+        "--duration", str(args.duration), "--warmup", str(args.warmup), "--seed", str(args.seed),
+        "--drain-timeout", str(args.drain_timeout), "--json", "-q",
+        "--out", str(run_dir / f"run-c{concurrency}.jsonl"),
+    ]  # fmt: skip
+    limit = args.duration + args.drain_timeout + 120
+    proc = subprocess.run(cmd, capture_output=True, timeout=limit, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"replay run at concurrency {concurrency} failed:\n{proc.stderr.decode()[-2000:]}")
+    return orjson.loads(proc.stdout)
+
+
+def virtual_point(args: argparse.Namespace, concurrency: int, workload: Any) -> dict[str, Any]:
+    from replay.sim.profiles import get_profile
+    from replay.sim.virtual import simulate
+
+    profile = get_profile(args.profile)
+    return simulate(profile, workload, concurrency, args.duration, args.warmup, args.seed, unique_tasks=args.unique)
+
+
+def write_table(rows: list[dict[str, Any]], out: Path, meta: dict[str, Any]) -> None:
+    out.with_suffix(".json").write_bytes(orjson.dumps({**meta, "rows": rows}, option=orjson.OPT_INDENT_2))
+    with out.with_suffix(".csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[name for name, _ in COLUMNS])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table."""
+
+    def fmt(v: Any, digits: int) -> str:
+        return "" if v is None else f"{v:,.{digits}f}"
+
+    lines = [
+        "| sessions | total tok/s | output tok/s | new input tok/s | TTFT p50 s | TTFT p95 s "
+        "| decode p25 tok/s | decode p50 tok/s | host cache hit | errors |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['concurrency']} | {fmt(r['total_tps'], 0)} | {fmt(r['output_tps'], 0)} | "
+            f"{fmt(r['new_input_tps'], 0)} | {fmt(r['ttft_p50_s'], 2)} | {fmt(r['ttft_p95_s'], 2)} | "
+            f"{fmt(r['decode_p25_tps'], 1)} | {fmt(r['decode_p50_tps'], 1)} | {fmt(r['host_hit_ratio'], 2)} | "
+            f"{r.get('errors') or 0} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], out: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install -e '.[plots]'): no picture", file=sys.stderr)
+        return
+    c = [r["concurrency"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    ax = axes[0]
+    ax.plot(c, [(r["total_tps"] or 0) / 1000 for r in rows], "o-", label="total (cached + new input + output)")
+    ax.plot(c, [(r["new_input_tps"] or 0) / 1000 for r in rows], "s--", label="new input")
+    ax.set_ylabel("k tokens/s")
+    ax2 = ax.twinx()
+    ax2.plot(c, [r["output_tps"] or 0 for r in rows], "^-", color="tab:red", label="output (right axis)")
+    ax2.set_ylabel("output tokens/s", color="tab:red")
+    ax.set_title("aggregate throughput")
+    lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax.legend(lines, [str(h.get_label()) for h in lines], fontsize=8, loc="upper left")
+    ax = axes[1]
+    ax.plot(c, [r["ttft_p50_s"] for r in rows], "o-", label="p50")
+    ax.plot(c, [r["ttft_p95_s"] for r in rows], "s--", label="p95")
+    ax.set_ylabel("seconds")
+    ax.set_title("time to first token")
+    ax.legend(fontsize=8)
+    ax = axes[2]
+    ax.plot(c, [r["decode_p25_tps"] for r in rows], "o-", label="p25 (headline)")
+    ax.plot(c, [r["decode_p50_tps"] for r in rows], "s--", label="p50")
+    ax.set_ylabel("tokens/s per user")
+    ax.set_title("per-user decode speed")
+    ax.legend(fontsize=8)
+    for ax in axes:
+        ax.set_xlabel("concurrent sessions")
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trajectories", nargs="*", default=[], help="default: the shipped coding-agent workload")
+    parser.add_argument("--profile", default="moe-8gpu")
+    parser.add_argument("--concurrency", default="1,2,4,8,16,24,32,48,64")
+    parser.add_argument("--duration", type=float, default=90.0)
+    parser.add_argument("--warmup", type=float, default=20.0)
+    parser.add_argument("--drain-timeout", type=float, default=60.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--virtual", action="store_true", help="virtual clock: the engine alone, in seconds")
+    parser.add_argument(
+        "--unique", action="store_true", help="virtual only: no two tasks share a cached prefix (distinct agents)"
+    )
+    parser.add_argument("--out", default="sweep", help="output path without extension")
+    parser.add_argument("--runs-dir", help="where the run files go (default: replay-runs/sweep-NAME)")
+    parser.add_argument("--plot-only", help="redraw OUT.png from this sweep JSON")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if args.plot_only:
+        data = orjson.loads(Path(args.plot_only).read_bytes())
+        plot(data["rows"], out, data["title"])
+        return
+    levels = [int(x) for x in args.concurrency.split(",")]
+    mode = "virtual clock" if args.virtual else "replay run, embedded sim"
+    if args.virtual and args.unique:
+        mode += ", every task distinct"
+    title = f"profile {args.profile}: {args.duration:g} s runs, {args.warmup:g} s warm-up ({mode})"
+    workload = None
+    if args.virtual:
+        from replay.trajectory import default_workload_path, load_workload
+
+        workload = load_workload(args.trajectories or [default_workload_path()])
+    run_dir = Path(args.runs_dir) if args.runs_dir else Path("replay-runs") / f"sweep-{out.name}"
+    if not args.virtual:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    meta = {"title": title, "command": " ".join(sys.argv), "profile": args.profile, "virtual": args.virtual}
+    for c in levels:
+        t0 = time.perf_counter()
+        summary = virtual_point(args, c, workload) if args.virtual else run_point(args, c, run_dir)
+        rows.append(row(summary, c))
+        r = rows[-1]
+        print(
+            f"c={c:3d}  total {r['total_tps'] or 0:9,.0f} tok/s  output {r['output_tps'] or 0:7,.0f}  "
+            f"TTFT p50 {r['ttft_p50_s'] or 0:6.2f} s  decode p25 {r['decode_p25_tps'] or 0:6.1f}  "
+            f"({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
+        write_table(rows, out, meta)  # after every point: a cut-short sweep keeps what it measured
+    plot(rows, out, title)
+    print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()

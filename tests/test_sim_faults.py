@@ -1,0 +1,130 @@
+"""Faults on demand: the spec, seeded rates within binomial bounds, and every fault reaching the client as
+the error class it should, counted exactly against the sim's truth."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+from conftest import simple_turns, write_trajectory
+
+from replay.records import read_run
+from replay.run import RunSpec, execute
+from replay.runner import LoadConfig
+from replay.sessions import ToolTimePolicy
+from replay.sim.faults import FaultPlan, FaultSpec
+from replay.sim.server import start_sim
+
+ROOT = Path(__file__).resolve().parents[1]
+MESSAGES = [{"role": "user", "content": "Fix the failing test"}]
+
+
+def test_spec_parses_and_rejects_what_it_cannot_do():
+    spec = FaultSpec.parse("429:0.05@2, 500:0.02,drop:0.01,stall:0.01@0.5", seed=3)
+    assert spec.rates == (("429", 0.05), ("500", 0.02), ("drop", 0.01), ("stall", 0.01))
+    assert spec.params["429"] == 2 and spec.params["stall"] == 0.5 and spec.seed == 3
+    assert str(spec) == "429:0.05@2,500:0.02,drop:0.01,stall:0.01@0.5"
+    assert not FaultSpec.parse("") and not FaultSpec.parse(None)
+    for bad in ("teapot:0.1", "429", "429:x", "429:1.5", "429:0.6,500:0.6", "drop:0.1,drop:0.1", "stall:0.1@-1"):
+        with pytest.raises(ValueError):
+            FaultSpec.parse(bad)
+
+
+def test_rates_hold_within_binomial_bounds_and_the_seed_repeats():
+    spec = FaultSpec.parse("429:0.05,500:0.02,503:0.03,drop:0.01,stall:0.01,malformed:0.02,no_usage:0.04", seed=7)
+    plan = FaultPlan(spec)
+    n = 40_000
+    draws = [plan.draw() for _ in range(n)]
+    for kind, rate in spec.rates:
+        count = draws.count(kind)
+        assert count == plan.counts[kind]
+        assert abs(count - n * rate) < 4.5 * math.sqrt(n * rate * (1 - rate)), (kind, count)
+    assert draws.count(None) == n - sum(plan.counts.values())
+    again = FaultPlan(spec)
+    assert [again.draw() for _ in range(n)] == draws  # same seed, same faults in the same order
+
+
+async def test_http_faults_answer_at_once_with_retry_after():
+    async with (
+        await start_sim("fast", faults="429:0.5@3,503:0.5@7") as sim,
+        aiohttp.ClientSession() as http,
+    ):
+        seen = []
+        for i in range(20):
+            body = {"messages": MESSAGES, "max_tokens": 5, "stream": True}
+            async with http.post(f"{sim.base_url}/chat/completions", json=body, headers={"X-Request-Id": f"f{i}"}) as r:
+                error = (await r.json())["error"]
+                seen.append((r.status, r.headers["Retry-After"], error["type"]))
+        truth = await sim.wait_truth(20)
+    assert {s for s in seen} <= {(429, "3", "rate_limit_error"), (503, "7", "server_error")}
+    assert [str(s) for s, _, _ in seen] == [t["fault"] for t in truth]
+    assert all(t["status"] == "fault" and t["output_tokens"] == 0 for t in truth)
+    assert sim.faults.counts["429"] + sim.faults.counts["503"] == 20
+
+
+EXPECTED_CLASS = {
+    "429": "http_429",
+    "500": "http_5xx",
+    "503": "http_5xx",
+    "drop": "disconnect",
+    "stall": "timeout",
+    "malformed": "stream_error",
+    "no_usage": None,
+    "bad_usage": None,
+    None: None,
+}
+
+
+def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
+    """A replay against `replay sim --faults ...`: each request's client error class is the one its
+    fault implies, so the run's error counts equal the truth's fault counts exactly."""
+    work = tmp_path / "w.jsonl"
+    for i in range(10):
+        write_trajectory(work, f"w{i}", simple_turns(15, output_tokens=20))
+    faults = "429:0.06,500:0.05,503:0.05,drop:0.06,stall:0.05@1.0,malformed:0.06,no_usage:0.06,bad_usage:0.06"
+    truth_path = tmp_path / "truth.jsonl"
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "replay", "sim", "--port", "0", "--profile", "fast", "--faults", faults,
+         "--fault-seed", "5", "--truth-log", str(truth_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        port = int(sim.stdout.readline().split("=", 1)[1])
+        spec = RunSpec(
+            trajectories=[str(work)],
+            host=f"http://127.0.0.1:{port}/v1",
+            model="m",
+            load=LoadConfig(concurrency=8, tool_time=ToolTimePolicy.parse("none")),
+            stall_timeout_s=0.4,
+            out=str(tmp_path / "run.jsonl"),
+            progress=False,
+        )
+        result = execute(spec)
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    truth = {t["request_id"]: t for t in map(orjson.loads, truth_path.read_bytes().splitlines())}
+    run = read_run(result.path)
+    assert len(run.requests) == len(truth) == 150
+    faults_seen = {}
+    for rec in run.requests:
+        t = truth[rec.id]
+        fault = t["fault"]
+        faults_seen[fault] = faults_seen.get(fault, 0) + 1
+        assert rec.error == EXPECTED_CLASS[fault], (fault, rec.error, rec.error_detail)
+        if fault == "no_usage":
+            assert rec.prompt_tokens is None and rec.output_events == 20
+        elif fault == "bad_usage":
+            assert (rec.prompt_tokens, rec.output_tokens) == (t["prompt_tokens"] + 1, t["output_tokens"] + 1)
+        elif fault is None:
+            assert (rec.prompt_tokens, rec.output_tokens) == (t["prompt_tokens"], t["output_tokens"])
+    expected: dict[str, int] = {}
+    for fault, n in faults_seen.items():
+        if EXPECTED_CLASS[fault]:
+            expected[EXPECTED_CLASS[fault]] = expected.get(EXPECTED_CLASS[fault], 0) + n
+    assert result.summary["errors_by_class"] == expected
+    assert all(faults_seen.get(k, 0) > 0 for k in EXPECTED_CLASS if k)  # every kind happened at least once

@@ -1,0 +1,43 @@
+"""The shipped profiles' curves on the virtual clock, over the default workload: the large MoE node
+rises then flattens; the overloaded host peaks at the knee its KV budget predicts, then collapses."""
+
+import numpy as np
+import pytest
+
+from replay.sim.profiles import get_profile
+from replay.sim.virtual import simulate
+from replay.trajectory import default_workload_path, load_workload
+
+
+@pytest.fixture(scope="module")
+def workload():
+    return load_workload([default_workload_path()])
+
+
+def test_overloaded_knee_is_where_the_kv_budget_puts_it(workload):
+    p = get_profile("overloaded")
+    mean_context = np.mean([t.prompt_tokens_est for traj in workload.trajectories for t in traj.turns])
+    predicted_knee = p.kv_budget_tokens / mean_context  # sessions whose contexts the cache can hold
+    assert 3 < predicted_knee < 5
+    curve = {c: simulate(p, workload, c, 120, 30) for c in (1, 2, 3, 4, 5, 6, 8)}
+    total = {c: r["throughput"]["total_tps"] for c, r in curve.items()}
+    peak = max(total, key=total.__getitem__)
+    assert abs(peak - predicted_knee) <= 1, total
+    assert total[8] < 0.75 * total[peak]  # collapse, not a plateau
+    # what collapses it: the prefix cache thrashes and the engine preempts and recomputes
+    assert curve[8]["cache"]["host_hit_ratio"] < 0.3 < 0.7 < curve[2]["cache"]["host_hit_ratio"]
+    assert curve[8]["engine"]["preemptions"] > 10 * max(curve[peak]["engine"]["preemptions"], 1)
+    assert curve[8]["ttft_s"]["p50"] > 10 * curve[peak]["ttft_s"]["p50"]
+
+
+def test_moe_node_rises_then_flattens_while_users_slow_down(workload):
+    p = get_profile("moe-8gpu")
+    curve = {c: simulate(p, workload, c, 90, 20) for c in (1, 8, 32, 64)}  # as scripts/sweep.py runs it
+    total = [curve[c]["throughput"]["total_tps"] for c in (1, 8, 32, 64)]
+    decode = [curve[c]["user_decode_tps"]["p50"] for c in (1, 8, 32, 64)]
+    assert total == sorted(total)  # rising
+    gain_low, gain_high = total[1] / total[0] / 8, total[3] / total[2] / 2
+    assert gain_high < 0.75 < gain_low  # ... but far from linear at the top: flattening
+    assert decode == sorted(decode, reverse=True) and decode[-1] < decode[0] / 2.5
+    assert curve[64]["ttft_s"]["p95"] > curve[1]["ttft_s"]["p95"]
+    assert all(r["engine"]["preemptions"] == 0 for r in curve.values())
