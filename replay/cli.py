@@ -87,7 +87,15 @@ def main() -> None:
     show_default=True,
     help="How long in-flight calls may finish after the stop.",
 )
-@click.option("--sim-profile", default="default", show_default=True, help="Profile of the embedded simulated host.")
+@click.option(
+    "--sim-profile",
+    default="default",
+    show_default=True,
+    help="Profile of the embedded simulated host: default, reasoning, fast, instant, moe-8gpu, overloaded"
+    " (replay sim --list-profiles).",
+)
+@click.option("--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'.")
+@click.option("--sim-fault-seed", default=0, show_default=True, help="Seed of the simulated host's faults.")
 @click.option(
     "--sim-truth-log",
     type=click.Path(dir_okay=False),
@@ -135,6 +143,8 @@ def run(
     stall_timeout: str,
     drain_timeout: str,
     sim_profile: str,
+    sim_faults: str | None,
+    sim_fault_seed: int,
     sim_truth_log: str | None,
     history: str,
     reasoning_history: str,
@@ -184,6 +194,8 @@ def run(
         out=out,
         sim_profile=sim_profile,
         sim_truth_log=sim_truth_log,
+        sim_faults=sim_faults,
+        sim_fault_seed=sim_fault_seed,
         tokenizer=tokenizer,
         history=HistoryPolicy(output=history, reasoning=reasoning_history, tool_calls=tool_calls),
         progress=not quiet,

@@ -29,12 +29,18 @@ class EmbeddedHost:
 
 @contextlib.contextmanager
 def embedded_host(
-    profile: str = "default", truth_log: str | None = None, start_timeout_s: float = 30.0
+    profile: str = "default",
+    truth_log: str | None = None,
+    faults: str | None = None,
+    fault_seed: int = 0,
+    start_timeout_s: float = 30.0,
 ) -> Iterator[EmbeddedHost]:
     """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened."""
     cmd = [sys.executable, "-m", "replay", "sim", "--host", "127.0.0.1", "--port", "0", "--profile", profile]
     if truth_log:
         cmd += ["--truth-log", truth_log]
+    if faults:
+        cmd += ["--faults", faults, "--fault-seed", str(fault_seed)]
     # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself.
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True

@@ -51,6 +51,8 @@ class RunSpec:
     out: str | None = None
     sim_profile: str = "default"
     sim_truth_log: str | None = None
+    sim_faults: str | None = None
+    sim_fault_seed: int = 0
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
@@ -98,7 +100,7 @@ def _host(spec: RunSpec) -> Iterator[tuple[str, str | None]]:
     if spec.host:
         yield spec.host, None
     else:
-        with embedded_host(spec.sim_profile, spec.sim_truth_log) as sim:
+        with embedded_host(spec.sim_profile, spec.sim_truth_log, spec.sim_faults, spec.sim_fault_seed) as sim:
             yield sim.base_url, spec.sim_profile
 
 
@@ -122,6 +124,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                     "clock": {"name": "perf_counter", **clock_anchor()},
                     "host": host.public(),
                     "simulated_host": sim_profile,
+                    "simulated_faults": spec.sim_faults if sim_profile else None,
                     "request": {
                         "history": spec.history.public(),
                         "force_output_length": spec.force_output_length,

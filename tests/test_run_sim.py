@@ -201,3 +201,23 @@ def test_reasoning_host_time_to_first_answer_token(tmp_path: Path) -> None:
         assert rec.t_first_answer > rec.t_first_token
     s = result.summary
     assert s["ttfat_s"]["p50"] > s["ttft_s"]["p50"]
+
+
+def test_run_with_simulated_faults_counts_them_exactly(tmp_path: Path) -> None:
+    out, truth_path = tmp_path / "run.jsonl", tmp_path / "truth.jsonl"
+    res = CliRunner().invoke(
+        main,
+        ["run", str(_workload(tmp_path, n=4, turns=6, tool_time_s=0.0)), "-c", "4", "--sim-profile", "fast",
+         "--sim-faults", "429:0.15,500:0.1,drop:0.1", "--sim-fault-seed", "3", "--sim-truth-log", str(truth_path),
+         "--out", str(out), "--json", "-q"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    summary = orjson.loads(res.output)
+    faults: dict[str, int] = {}
+    for t in _truth(truth_path).values():
+        if t.get("fault"):
+            faults[t["fault"]] = faults.get(t["fault"], 0) + 1
+    expected = {"http_429": faults.get("429", 0), "http_5xx": faults.get("500", 0), "disconnect": faults.get("drop", 0)}
+    assert sum(expected.values()) > 0
+    assert summary["errors_by_class"] == {k: v for k, v in expected.items() if v}
+    assert read_run(out).header["simulated_faults"] == "429:0.15,500:0.1,drop:0.1"
