@@ -66,6 +66,13 @@ def main() -> None:
     show_default=True,
     help="Tool pauses: recorded | scale:X | fixed:S | none.",
 )
+@click.option(
+    "--salt-tasks/--no-salt-tasks",
+    default=True,
+    show_default=True,
+    help="Tag each task's first user message so repeated trajectories are distinct conversations"
+    " (copies would otherwise hit each other's prefix cache).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken.")
 @click.option(
     "--out",
@@ -135,6 +142,7 @@ def run(
     warmup: str | None,
     tool_time: str,
     seed: int,
+    salt_tasks: bool,
     out: str | None,
     as_json: bool,
     force_output_length: bool,
@@ -179,6 +187,7 @@ def run(
         warmup_s=_duration(warmup),
         tool_time=policy,
         seed=seed,
+        salt_tasks=salt_tasks,
         drain_timeout_s=_duration(drain_timeout) or 0.0,
     )
     spec = RunSpec(

@@ -39,6 +39,7 @@ class LoadConfig:
     tool_time: ToolTimePolicy = field(default_factory=ToolTimePolicy)
     seed: int = 0
     drain_timeout_s: float = 60.0
+    salt_tasks: bool = True  # every task run a distinct conversation (no cross-session cache sharing of copies)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class LoadConfig:
             "tool_time": str(self.tool_time),
             "seed": self.seed,
             "drain_timeout_s": self.drain_timeout_s,
+            "salt_tasks": self.salt_tasks,
         }
 
 
@@ -152,6 +154,7 @@ async def run_load(
             on_task=task_done,
             trajectories=workload.by_id(),
             builder=workload.builder,
+            salt_tasks=load.salt_tasks,
         )
 
         window_open = True

@@ -68,6 +68,7 @@ class SessionContext:
     on_task: Callable[[TaskRecord], None]
     trajectories: dict[str, Trajectory]  # by id, for the subagents a turn spawns
     builder: MessageBuilder | None = None  # renders live answers under the run's history policy
+    salt_tasks: bool = True  # make every task run a distinct conversation (see _salted)
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -93,6 +94,21 @@ class _Tally:
     sub_model_time: float = 0.0
 
 
+def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list[Message]:
+    """The first user message prefixed with a per-task tag.
+
+    Real concurrent agents never share a task, but a run with more sessions than trajectories replays some
+    trajectories several times at once; without the tag, the host would serve those copies from each other's
+    cache and look faster than it is. The system prompt before it stays shared, as it is across real agents.
+    """
+    out = list(messages)
+    for i, m in enumerate(out):
+        if m.raw.get("role") == "user" and isinstance(m.raw.get("content"), str):
+            out[i] = builder.message({**m.raw, "content": salt + m.raw["content"]})
+            break
+    return out
+
+
 async def _replay_agent(
     ctx: SessionContext,
     traj: Trajectory,
@@ -116,12 +132,15 @@ async def _replay_agent(
     for turn in traj.turns:
         if ctx.stop.is_set():
             return
+        append = turn.append
+        if turn.index == 0 and not base and ctx.salt_tasks and ctx.builder is not None:
+            append = _salted(append, f"[replay task {task}]\n", ctx.builder)
         if turn.truncate_to is not None:
             keep = len(base) + turn.truncate_to  # a forked subagent truncates its own messages, not the inherited ones
             del context[keep:]
             del sums[keep + 1 :]
         reusable = sums[-1]  # what survives is exactly the previous request plus its output (or the inherited base)
-        for m in turn.append:
+        for m in append:
             context.append(m)
             sums.append(sums[-1] + m.tokens)
         body = build_chat_body(context, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)

@@ -221,3 +221,22 @@ def test_run_with_simulated_faults_counts_them_exactly(tmp_path: Path) -> None:
     assert sum(expected.values()) > 0
     assert summary["errors_by_class"] == {k: v for k, v in expected.items() if v}
     assert read_run(out).header["simulated_faults"] == "429:0.15,500:0.1,drop:0.1"
+
+
+def test_task_salt_keeps_copies_of_a_trajectory_from_sharing_cache(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    turns = simple_turns(2, output_tokens=8)
+    turns[0]["append"][1]["content"] = "Fix the failing test in parser.py. " + "Details follow. " * 200
+    write_trajectory(path, "one", turns)
+    first_cached = {}
+    for salt in (True, False):
+        spec = RunSpec(
+            trajectories=[str(path)], out=str(tmp_path / f"{salt}.jsonl"), sim_profile="fast", progress=False,
+            load=LoadConfig(concurrency=1, tasks=2, tool_time=ToolTimePolicy.parse("none"), salt_tasks=salt),
+        )  # fmt: skip
+        run = read_run(execute(spec).path)
+        second_task_first_call = next(r for r in run.requests if r.task == 1 and r.turn == 0)
+        assert second_task_first_call.prompt_tokens == second_task_first_call.prompt_tokens_est
+        first_cached[salt] = second_task_first_call.cached_tokens
+    # unsalted, the copy is served almost entirely from the first task's cache; salted, only the system prompt
+    assert first_cached[False] > 200 > first_cached[True]
