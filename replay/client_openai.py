@@ -95,37 +95,87 @@ _ANSWER = (True, True)
 _REASONING = (True, False)
 
 
+def _add_tokens(s: _StreamSummary, t: float, t_sent: float, n: int, answer: bool) -> None:
+    """Account ``n`` token-bearing events that arrived in the read at ``t``."""
+    s.events += n
+    if s.first_token is None:
+        s.first_token = t
+    if answer and s.first_answer is None:
+        s.first_answer = t
+    s.last_token = t
+    if s.chunks and s.chunks[-2] == round(t - t_sent, 6):
+        s.chunks[-1] += n
+    else:
+        s.chunks += (round(t - t_sent, 6), n)
+
+
+def _event(s: _StreamSummary, ev: Event, t_sent: float) -> None:
+    kind = _scan(ev.data) or _decode(ev.data, s)
+    if kind is not None and kind[0]:
+        _add_tokens(s, ev.t, t_sent, 1, kind[1])
+
+
 def interpret_chat_stream(events: list[Event], t_sent: float) -> _StreamSummary:
     """Classify each event once: token-bearing, answer, usage, error, end of stream."""
     s = _StreamSummary()
-    chunks = s.chunks
-    count = 0
-    first = first_answer = last = None
-    last_read_t: float | None = None
     for ev in events:
-        data = ev.data
-        kind = _scan(data)
-        if kind is None:
-            kind = _decode(data, s)
-            if kind is None:
-                continue
-        tokens, answer = kind
-        if not tokens:
-            continue
-        t = ev.t
-        count += 1
-        if first is None:
-            first = t
-        if answer and first_answer is None:
-            first_answer = t
-        last = t
-        if t == last_read_t:
-            chunks[-1] += 1
-        else:
-            chunks += (round(t - t_sent, 6), 1)
-            last_read_t = t
-    s.events, s.first_token, s.first_answer, s.last_token = count, first, first_answer, last
+        _event(s, ev, t_sent)
     return s
+
+
+def _plain_answer_block(block: bytes) -> int | None:
+    """Answer tokens in a run of complete events if every one is a plain one-choice content chunk, else None.
+
+    Counting keys over the whole block replaces a per-event loop. ``"content":"`` can only be a key (quotes in
+    values are escaped); events are separated by exactly one blank line; so when every event starts with
+    ``data: `` and has exactly one choice, one delta and one content key, and nothing in the block needs
+    decoding or is reasoning, each event is a content delta, empty or not. Otherwise: None, and the caller
+    classifies event by event.
+    """
+    if b'"content":"' not in block or b"reasoning" in block or b'"usage":{' in block or b'"error"' in block:
+        return None
+    if b'"finish_reason":"' in block or b'"timings"' in block or not block.startswith(b"data: "):
+        return None
+    events = block.count(b"\n\n") + 1
+    if not (
+        block.count(b"\n\ndata: ") + 1
+        == block.count(b'"content":"')
+        == block.count(b'"delta":')
+        == block.count(b'"choices":[{')
+        == events
+    ):
+        return None
+    return events - block.count(b'"content":""')
+
+
+def summarize_chat_stream(reads: list[bytes], times: list[float], t_sent: float) -> tuple[_StreamSummary, bytes]:
+    """The stream's figures, read by read: a read whose events are all plain content chunks costs a few byte
+    counts; any other read is split into events and classified one by one (``interpret_chat_stream``)."""
+    if any(b"\r" in r for r in reads):  # CR line endings: the general splitter normalises them
+        events, leftover = split_events(reads, times)
+        return interpret_chat_stream(events, t_sent), leftover
+    s = _StreamSummary()
+    pending = b""
+    for data, t in zip(reads, times, strict=True):
+        pending += data
+        cut = pending.rfind(b"\n\n")
+        if cut < 0:
+            continue
+        block, pending = pending[:cut], pending[cut + 2 :]
+        n = _plain_answer_block(block)
+        if n is not None:
+            if n:
+                _add_tokens(s, t, t_sent, n, True)
+            continue
+        events, _ = split_events([block + b"\n\n"], [t])
+        for ev in events:
+            _event(s, ev, t_sent)
+    if pending.endswith(b"\n") and times:
+        events, _ = split_events([pending], [times[-1]])
+        for ev in events:
+            _event(s, ev, t_sent)
+        pending = b""
+    return s, pending
 
 
 def _decode(data: bytes, s: _StreamSummary) -> tuple[bool, bool] | None:
@@ -259,10 +309,9 @@ class OpenAIChatClient:
     def _finish(
         rec: RequestRecord, reads: list[bytes], times: list[float], answer: dict[str, Any] | None = None
     ) -> None:
-        events, leftover = split_events(reads, times)
         if answer is not None:
-            answer.update(collect_answer(events))
-        s = interpret_chat_stream(events, rec.t_sent)
+            answer.update(collect_answer(split_events(reads, times)[0]))
+        s, leftover = summarize_chat_stream(reads, times, rec.t_sent)
         rec.t_first_token, rec.t_first_answer, rec.t_last_token = s.first_token, s.first_answer, s.last_token
         rec.output_events, rec.chunks, rec.finish_reason = s.events, s.chunks, s.finish_reason
         apply_usage(rec, s.usage, s.timings)

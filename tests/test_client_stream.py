@@ -145,3 +145,40 @@ async def test_request_carries_id_usage_option_max_tokens_and_forced_length(craf
 async def test_connection_refused_is_a_connect_error() -> None:
     rec = await call("http://127.0.0.1:9/v1")
     assert rec.error == "connect"
+
+
+def test_read_by_read_summary_equals_the_event_by_event_one() -> None:
+    """The byte-count fast path must give exactly what classifying every event gives, for any read boundaries."""
+    import random
+
+    from replay.client_openai import interpret_chat_stream, summarize_chat_stream
+    from replay.sse import split_events
+
+    stream = b"".join(
+        [
+            b": keep-alive\n\n",
+            chunk({"role": "assistant", "content": ""}),
+            *(chunk({"reasoning_content": f"r{i}"}) for i in range(5)),
+            *(chunk({"content": f" tok{i}: x"}) for i in range(40)),  # ': ' inside values
+            b"data:" + chunk({"content": "no-space"})[6:],  # valid SSE without the space
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+            *(chunk({"content": f"data: {i}"}) for i in range(5)),  # 'data: ' inside values
+            chunk({}, finish="stop"),
+            USAGE,
+            b"data: [DONE]\n\n",
+        ]
+    )
+    rng = random.Random(1)
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(1, 60)))
+        reads = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        times = [float(i) for i in range(len(reads))]
+        fast, leftover = summarize_chat_stream(reads, times, 0.0)
+        events, slow_leftover = split_events(reads, times)
+        slow = interpret_chat_stream(events, 0.0)
+        assert (fast.events, fast.first_token, fast.first_answer, fast.last_token) == (
+            slow.events, slow.first_token, slow.first_answer, slow.last_token
+        )  # fmt: skip
+        assert fast.chunks == slow.chunks and fast.usage == slow.usage and fast.done == slow.done
+        assert fast.finish_reason == slow.finish_reason and leftover == slow_leftover
+        assert fast.events == 5 + 40 + 1 + 1 + 5
