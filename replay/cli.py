@@ -73,6 +73,11 @@ def main() -> None:
     help="Tag each task's first user message so repeated trajectories are distinct conversations"
     " (copies would otherwise hit each other's prefix cache).",
 )
+@click.option(
+    "--max-rpm",
+    type=click.IntRange(1),
+    help="Start at most this many calls per minute across all sessions (a provider's rate limit).",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken.")
 @click.option(
     "--out",
@@ -143,6 +148,7 @@ def run(
     tool_time: str,
     seed: int,
     salt_tasks: bool,
+    max_rpm: int | None,
     out: str | None,
     as_json: bool,
     force_output_length: bool,
@@ -188,6 +194,7 @@ def run(
         tool_time=policy,
         seed=seed,
         salt_tasks=salt_tasks,
+        rate_limit=(max_rpm, 60.0) if max_rpm else None,
         drain_timeout_s=_duration(drain_timeout) or 0.0,
     )
     spec = RunSpec(

@@ -17,6 +17,7 @@ from time import perf_counter
 from typing import Any
 
 import aiohttp
+from asyncio_throttle import Throttler
 
 from replay.client_openai import OpenAIChatClient
 from replay.records import RequestRecord, RunWriter, TaskRecord
@@ -40,6 +41,7 @@ class LoadConfig:
     seed: int = 0
     drain_timeout_s: float = 60.0
     salt_tasks: bool = True  # every task run a distinct conversation (no cross-session cache sharing of copies)
+    rate_limit: tuple[int, float] | None = None  # at most N calls started per period (s), across all sessions
 
     def public(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,7 @@ class LoadConfig:
             "seed": self.seed,
             "drain_timeout_s": self.drain_timeout_s,
             "salt_tasks": self.salt_tasks,
+            "rate_limit": list(self.rate_limit) if self.rate_limit else None,
         }
 
 
@@ -155,6 +158,7 @@ async def run_load(
             trajectories=workload.by_id(),
             builder=workload.builder,
             salt_tasks=load.salt_tasks,
+            throttle=Throttler(rate_limit=load.rate_limit[0], period=load.rate_limit[1]) if load.rate_limit else None,
         )
 
         window_open = True

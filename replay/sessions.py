@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
 
+from asyncio_throttle import Throttler
+
 from replay.client_openai import OpenAIChatClient
 from replay.records import RequestRecord, TaskRecord
 from replay.requests import RequestOptions, build_chat_body
@@ -69,6 +71,7 @@ class SessionContext:
     trajectories: dict[str, Trajectory]  # by id, for the subagents a turn spawns
     builder: MessageBuilder | None = None  # renders live answers under the run's history policy
     salt_tasks: bool = True  # make every task run a distinct conversation (see _salted)
+    throttle: Throttler | None = None  # a provider's request-rate limit, shared by all sessions
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -156,6 +159,8 @@ async def _replay_agent(
             parent=parent,
         )
         answer: dict[str, str] | None = {} if live else None
+        if ctx.throttle is not None:
+            await ctx.throttle.acquire()  # waiting here is the client's doing: before t_sent, outside model time
         try:
             await ctx.client.call(body, rec, answer)
         finally:

@@ -240,3 +240,17 @@ def test_task_salt_keeps_copies_of_a_trajectory_from_sharing_cache(tmp_path: Pat
         first_cached[salt] = second_task_first_call.cached_tokens
     # unsalted, the copy is served almost entirely from the first task's cache; salted, only the system prompt
     assert first_cached[False] > 200 > first_cached[True]
+
+
+def test_rate_limit_spaces_call_starts_across_sessions(tmp_path: Path) -> None:
+    spec = RunSpec(
+        trajectories=[str(_workload(tmp_path, n=2, turns=3, output_tokens=4, tool_time_s=0.0))],
+        out=str(tmp_path / "run.jsonl"), sim_profile="fast", progress=False,
+        load=LoadConfig(concurrency=2, tool_time=ToolTimePolicy.parse("none"), rate_limit=(2, 0.4)),
+    )  # fmt: skip
+    run = read_run(execute(spec).path)
+    sent = sorted(r.t_sent for r in run.requests)
+    assert len(sent) == 6 and all(r.error is None for r in run.requests)
+    # a sliding window of 2 calls per 0.4 s: call k+2 starts at least 0.4 s after call k
+    assert all(b - a >= 0.4 for a, b in zip(sent, sent[2:], strict=False))
+    assert read_run(tmp_path / "run.jsonl").header["load"]["rate_limit"] == [2, 0.4]
