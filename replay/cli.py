@@ -103,7 +103,7 @@ def main() -> None:
     "--sim-profile",
     default="default",
     show_default=True,
-    help="Profile of the embedded simulated host: default, reasoning, fast, instant, moe-8gpu, overloaded"
+    help="Profile of the embedded simulated host: default, reasoning, fast, instant, moe-8gpu, overloaded, h100-8b"
     " (replay sim --list-profiles).",
 )
 @click.option("--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'.")

@@ -46,9 +46,13 @@ def test_profiles_are_named_and_unknown_names_are_listed():
 
 
 def test_default_profile_keeps_its_published_figures():
-    p = get_profile("default")
-    assert p.decode_tps(1) == pytest.approx(150, rel=0.03)
-    assert p.prefill_tps(0) == pytest.approx(20_000, rel=0.1)  # an 8k-token prompt
+    one = get_profile("h100-8b")
+    assert one.decode_tps(1) == pytest.approx(150, rel=0.03)
+    assert one.prefill_tps(0) == pytest.approx(20_000, rel=0.1)  # an 8k-token prompt
+    p = get_profile("default")  # the same model on two GPUs (TP2)
+    assert p.decode_tps(1) == pytest.approx(220, rel=0.03)
+    assert p.prefill_tps(0) == pytest.approx(2 * one.prefill_tps(0), rel=0.05)
+    assert p.kv_budget_tokens > 2 * one.kv_budget_tokens
     speeds = [p.decode_tps(n, 4000) for n in (1, 4, 16, 64)]
     assert speeds == sorted(speeds, reverse=True) and speeds[-1] < speeds[0] / 2  # decode slows with concurrency
     assert p.decode_tps(8, 32_000) < p.decode_tps(8, 2_000)  # ... and with the context it reads

@@ -141,8 +141,8 @@ class SimProfile:
 # × 8 KV heads × 128 dims × 2 (K, V) × 2 bytes = 128 KiB per token; attention 4 × 32 layers × 32 heads × 128.
 # H100 SXM: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16. mem_efficiency 0.85 and 1 ms overhead give the
 # measured ~150 tok/s single-stream decode; MFU 0.4 gives ~20k tok/s prefill at 8k context.
-_DEFAULT = SimProfile(
-    name="default",
+_H100 = SimProfile(
+    name="h100-8b",
     description="Llama-3.1-8B BF16 on 1x H100 SXM: ~150 tok/s single stream, ~20k tok/s prefill",
     gpus=1,
     hbm_bytes_per_s=3.35e12,
@@ -156,6 +156,17 @@ _DEFAULT = SimProfile(
     active_params=8.03e9,
     attn_flops_per_ctx_token=4 * 32 * 32 * 128,
     kv_bytes_per_token=2 * 32 * 8 * 128 * 2,
+)
+
+# What `replay run` starts by default: the same model served tensor-parallel on two H100s (as 8B models are
+# for agent traffic): twice the bandwidth, FLOP/s and KV room; the two all-reduces per layer over NVLink add
+# ~0.7 ms per step (64 × ~10 µs), so a lone stream decodes at ~220 tok/s.
+_DEFAULT = dataclasses.replace(
+    _H100,
+    name="default",
+    description="Llama-3.1-8B BF16 on 2x H100 SXM (TP2): ~220 tok/s single stream, ~40k tok/s prefill",
+    gpus=2,
+    step_overhead_s=0.0017,
 )
 
 # DeepSeek-V3 / R1 class (671B total, 37B active, 256 routed experts, 8 per token, MLA) in FP8 on one node of
@@ -197,7 +208,7 @@ _MOE = SimProfile(
 # back (LRU thrash), admitted prefills preempt one another, new-input work jumps ~10x and total throughput
 # falls by about 40 % instead of flattening, while TTFT jumps from a fraction of a second to seconds.
 _OVERLOADED = dataclasses.replace(
-    _DEFAULT,
+    _H100,
     name="overloaded",
     description="default model on 1x H100 at gpu_memory_utilization 0.35: 76k-token KV, collapses past ~4 sessions",
     gpu_memory_utilization=0.35,
@@ -242,6 +253,7 @@ PROFILES: dict[str, SimProfile] = {
         ),
         _MOE,
         _OVERLOADED,
+        _H100,
     )
 }
 
