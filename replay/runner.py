@@ -11,6 +11,7 @@ import asyncio
 import random
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -145,6 +146,7 @@ async def run_load(
         writer.task(rec)
         state.tasks += rec.complete
 
+    salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
     connector = aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True)
     async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as http:
         ctx = SessionContext(
@@ -157,7 +159,7 @@ async def run_load(
             on_task=task_done,
             trajectories=workload.by_id(),
             builder=workload.builder,
-            salt_tasks=load.salt_tasks,
+            salt=salt,
             throttle=Throttler(rate_limit=load.rate_limit[0], period=load.rate_limit[1]) if load.rate_limit else None,
         )
 
@@ -216,7 +218,7 @@ async def run_load(
                 task.cancel()
             await asyncio.gather(*side, return_exceptions=True)
             mark("end")
-    return {"stop_reason": stop_reason, "tasks_started": started, "sessions": slots}
+    return {"stop_reason": stop_reason, "tasks_started": started, "sessions": slots, "salt": salt}
 
 
 async def _print_progress(state: _Progress, t0: float, stop: asyncio.Event) -> None:

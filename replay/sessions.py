@@ -70,7 +70,7 @@ class SessionContext:
     on_task: Callable[[TaskRecord], None]
     trajectories: dict[str, Trajectory]  # by id, for the subagents a turn spawns
     builder: MessageBuilder | None = None  # renders live answers under the run's history policy
-    salt_tasks: bool = True  # make every task run a distinct conversation (see _salted)
+    salt: str | None = None  # this run's nonce: every task run becomes a distinct conversation (see _salted)
     throttle: Throttler | None = None  # a provider's request-rate limit, shared by all sessions
 
 
@@ -98,11 +98,12 @@ class _Tally:
 
 
 def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list[Message]:
-    """The first user message prefixed with a per-task tag.
+    """The first user message prefixed with a per-run, per-task tag.
 
-    Real concurrent agents never share a task, but a run with more sessions than trajectories replays some
-    trajectories several times at once; without the tag, the host would serve those copies from each other's
-    cache and look faster than it is. The system prompt before it stays shared, as it is across real agents.
+    Real agents never share a task, but a run with more sessions than trajectories replays some trajectories
+    several times at once, and a host keeps its cache from one run to the next; without the tag the host would
+    serve copies from each other's (or the last run's) cache and look faster than it is. The system prompt
+    before it stays shared, as it is across real agents.
     """
     out = list(messages)
     for i, m in enumerate(out):
@@ -136,8 +137,8 @@ async def _replay_agent(
         if ctx.stop.is_set():
             return
         append = turn.append
-        if turn.index == 0 and not base and ctx.salt_tasks and ctx.builder is not None:
-            append = _salted(append, f"[replay task {task}]\n", ctx.builder)
+        if turn.index == 0 and not base and ctx.salt and ctx.builder is not None:
+            append = _salted(append, f"[replay {ctx.salt} task {task}]\n", ctx.builder)
         if turn.truncate_to is not None:
             keep = len(base) + turn.truncate_to  # a forked subagent truncates its own messages, not the inherited ones
             del context[keep:]

@@ -238,6 +238,7 @@ def test_task_salt_keeps_copies_of_a_trajectory_from_sharing_cache(tmp_path: Pat
         second_task_first_call = next(r for r in run.requests if r.task == 1 and r.turn == 0)
         assert second_task_first_call.prompt_tokens == second_task_first_call.prompt_tokens_est
         first_cached[salt] = second_task_first_call.cached_tokens
+        assert bool(run.footer["salt"]) is salt  # a fresh nonce per run: no cache carried over between runs
     # unsalted, the copy is served almost entirely from the first task's cache; salted, only the system prompt
     assert first_cached[False] > 200 > first_cached[True]
 
