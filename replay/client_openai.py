@@ -8,6 +8,7 @@ framing, JSON, classifying reasoning vs answer tokens, usage) happens once the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -258,6 +259,18 @@ class OpenAIChatClient:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
+
+    async def warm(self, connections: int) -> None:
+        """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays
+        for a TCP handshake. A host that refuses or lacks ``/models`` only loses the warm-up."""
+        url = self.host.base_url.rstrip("/") + "/models"
+
+        async def one() -> None:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self.http.get(url, headers=self._headers, timeout=aiohttp.ClientTimeout(total=10)) as r:
+                    await r.read()
+
+        await asyncio.gather(*(one() for _ in range(connections)))
 
     async def call(self, body: bytes, rec: RequestRecord, answer: dict[str, Any] | None = None) -> None:
         """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen.

@@ -183,6 +183,7 @@ async def run_load(
                 started += 1
                 await replay_task(ctx, task_index, slot, next(order))
 
+        await ctx.client.warm(slots)
         monitor = _ClientMonitor(writer.client)
         t0 = perf_counter()
         mark("start", t0)
