@@ -389,5 +389,87 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str 
     click.echo(to_json(report) if as_json else to_text(report))
 
 
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--profile", "profile_name", help="Profile to draw from: a shipped name (coding-agent) or a JSON file.")
+@click.option(
+    "--like",
+    is_flag=True,
+    help="Fit the profile to the trajectories PATHS (canonical files or anything `replay inspect` accepts).",
+)
+@click.option("--from", "fmt", default="auto", show_default=True, help="Format of PATHS that are not canonical.")
+@click.option("--save-profile", type=click.Path(dir_okay=False), help="With --like: write the fitted profile here.")
+@click.option("--name", help="Name of a fitted profile (default: fitted).")
+@click.option(
+    "-n",
+    "--trajectories",
+    "count",
+    type=click.IntRange(1),
+    help="Task trajectories to generate (default: as many as --like found, else 100).",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the draws and of the generated text.")
+@click.option(
+    "-o",
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Canonical trajectory file to write (JSON Lines; - for stdout).",
+)
+def synth(
+    paths: tuple[str, ...],
+    profile_name: str | None,
+    like: bool,
+    fmt: str,
+    save_profile: str | None,
+    name: str | None,
+    count: int | None,
+    seed: int,
+    out: str,
+) -> None:
+    """Synthetic trajectories from a profile of distributions, or from one fitted to recorded trajectories."""
+    import os
+
+    from replay.inspect import load
+    from replay.synth import ProfileError, figures, fit, load_profile, synthesize
+
+    if bool(profile_name) == like or like != bool(paths):
+        raise click.UsageError("give either --profile NAME_OR_PATH or --like PATH...")
+    if save_profile and not like:
+        raise click.UsageError("--save-profile needs --like")
+    source = None
+    try:
+        if like:
+            source = load(paths, fmt).trajectories
+            profile = fit(source, name or "fitted")
+            if save_profile:
+                with open(save_profile, "wb") as fh:
+                    fh.write(orjson.dumps(profile, option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            profile = load_profile(profile_name or "")
+    except ValueError as exc:  # ProfileError, ImportFailure, TrajectoryError: they say what is wrong
+        raise click.ClickException(str(exc)) from None
+    if count is None:
+        count = sum(1 for t in source if not t.subagent) if source else 100
+    data = synthesize(profile, count, seed)
+    if out == "-":
+        sys.stdout.buffer.write(data)
+    else:
+        with open(f"{out}.tmp", "wb") as fh:
+            fh.write(data)
+        os.replace(f"{out}.tmp", out)
+    lines = data.count(b"\n")
+    click.echo(f"{count} trajectories ({lines} lines) from profile {profile['name']!r}, seed {seed} -> {out}", err=True)
+    if source is not None and out != "-":
+        from replay.trajectory import load_workload
+
+        try:
+            made = figures(load_workload([out]).trajectories)
+        except ProfileError as exc:  # pragma: no cover - the synthesiser writes valid trajectories
+            raise click.ClickException(str(exc)) from None
+        was = profile["fitted_from"]
+        for key in ("turns_median", "first_prompt_tokens_median", "growth_median", "prefix_reuse_pooled"):
+            click.echo(f"  {key:28} source {was[key]:>10g}  synthetic {made[key]:>10g}", err=True)
+
+
 if __name__ == "__main__":
     main()
