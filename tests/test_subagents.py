@@ -90,3 +90,42 @@ def test_spawn_errors_name_the_turn(tmp_path: Path) -> None:
     write_trajectory(path, "c", loop, subagent=True)
     with pytest.raises(TrajectoryError, match="subagent cycle: top -> c -> c"):
         load_workload([path])
+
+
+def test_imported_weka_trace_replays_its_subagents_concurrently(tmp_path: Path) -> None:
+    """The real Weka trace with subagents, imported and replayed: four subagents at once, each its own cache."""
+    from conftest import SHARED
+
+    from replay.importers import import_paths, write_canonical
+
+    source = SHARED / "trajectories" / "real" / "weka" / "sample_trace_with_subagent.json"
+    if not source.exists():
+        pytest.skip(f"{source} is absent")
+    canonical = tmp_path / "weka.jsonl"
+    with open(canonical, "wb") as out:
+        write_canonical(import_paths([str(source)], "weka").trajectories, out)
+    spec = RunSpec(
+        trajectories=[str(canonical)], out=str(tmp_path / "run.jsonl"), sim_profile="instant", progress=False,
+        sim_truth_log=str(tmp_path / "truth.jsonl"),
+        load=LoadConfig(concurrency=1, tool_time=ToolTimePolicy.parse("none")),
+    )  # fmt: skip
+    run = read_run(execute(spec).path)
+    truth = {t["request_id"]: t for t in map(orjson.loads, (tmp_path / "truth.jsonl").read_bytes().splitlines())}
+    assert all(r.error is None for r in run.requests)
+    subs: dict[str, list] = {}
+    for r in run.requests:
+        if r.parent:
+            subs.setdefault(r.trajectory, []).append(r)
+    assert len(subs) == 4
+    spans = {k: (min(r.t_sent for r in v), max(r.t_done for r in v)) for k, v in subs.items()}
+    latest_start = max(s for s, _ in spans.values())
+    assert latest_start < min(e for _, e in spans.values())  # all four were running at the same moment
+    parent_after = [r for r in run.requests if not r.parent and r.t_sent > latest_start]
+    assert parent_after and min(r.t_sent for r in parent_after) >= max(e for _, e in spans.values())  # joined
+    for calls in subs.values():
+        calls.sort(key=lambda r: r.turn)
+        first, rest = calls[0], calls[1:]
+        # each subagent's own history is served from the cache after its first call
+        assert sum(truth[r.id]["cached_tokens"] for r in rest) >= 0.8 * sum(r.prompt_tokens for r in rest)
+        assert truth[first.id]["cached_tokens"] < first.prompt_tokens
+    assert run.tasks[0].subagents == 4 and run.tasks[0].subagent_calls == sum(len(v) for v in subs.values())
