@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from replay import read_stamps
 from replay.records import RequestRecord
 from replay.sse import Event, split_events
 
@@ -259,6 +260,7 @@ class OpenAIChatClient:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
+        read_stamps.install()
 
     async def warm(self, connections: int) -> None:
         """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays
@@ -269,6 +271,7 @@ class OpenAIChatClient:
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                 async with self.http.get(url, headers=self._headers, timeout=aiohttp.ClientTimeout(total=10)) as r:
                     await r.read()
+                    read_stamps.take(r.content)
 
         await asyncio.gather(*(one() for _ in range(connections)))
 
@@ -288,14 +291,23 @@ class OpenAIChatClient:
                     rec.status = resp.status
                     if resp.status != 200:
                         text = await resp.read()
+                        read_stamps.take(resp.content)
                         rec.t_done = perf_counter()
                         rec.error = "http_429" if resp.status == 429 else f"http_{resp.status // 100}xx"
                         rec.error_detail = _detail(text)
                         return
                     # The hot path: a timestamp and the bytes, nothing else.
-                    async for data in resp.content.iter_any():
-                        times.append(perf_counter())
-                        reads.append(data)
+                    try:
+                        async for data in resp.content.iter_any():
+                            times.append(perf_counter())
+                            reads.append(data)
+                    finally:
+                        stamps = read_stamps.take(resp.content)
+                    # Prefer the stamps taken where the bytes entered aiohttp (see read_stamps).
+                    precise = read_stamps.reads_from_stamps(reads, stamps)
+                    if precise is not None:
+                        reads, times = precise
+                        rec.t_headers = min(rec.t_headers, times[0])  # headers came no later than the body
                 rec.t_done = perf_counter()
             except asyncio.CancelledError:
                 rec.t_done = perf_counter()

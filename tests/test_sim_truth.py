@@ -99,11 +99,11 @@ def test_client_ttft_tokens_and_itl_within_5ms_of_truth(run64):
     }
     print("\n64 streams, deviation from truth in ms (p50, p95, p99, max):",
           {k: tuple(round(v * 1e3, 2) for v in f) for k, f in figures.items()})  # fmt: skip
-    # Each engine step hands all 64 streams a token at once. On a machine the two processes share, the
-    # kernel often wakes the client on the CPU the sim is busy writing that burst on, and the client reads
-    # a burst more slowly than the sim writes it; per-call work at call boundaries adds to that now and
-    # then (docs/simulated-host.md, "Speed and fidelity"); a busy machine can stall a whole burst. So: the
-    # median within 5 ms, 95 in 100 within 10 ms, none off by more than 50 ms (a lost wake-up or a stuck
-    # write would be far beyond that).
+    # The client stamps bytes where they enter aiohttp (replay/read_stamps.py), so a burst of 64 streams is
+    # stamped before any reading task runs. Inter-token gaps then agree within 5 ms everywhere; TTFT and
+    # token arrival within 5 ms for 95 calls in 100. Their tail comes from the sim's side: its arrival stamp
+    # is the handler's entry, which a burst of 64 requests delays (docs/simulated-host.md). A busy machine
+    # can still stall a whole burst, hence the generous bound on the worst case.
+    assert figures["itl"][3] < TOLERANCE_S, figures
     for name, (p50, p95, _, worst) in figures.items():
-        assert p50 < TOLERANCE_S and p95 < 2 * TOLERANCE_S and worst < 10 * TOLERANCE_S, (name, figures)
+        assert p50 < TOLERANCE_S and p95 < TOLERANCE_S and worst < 5 * TOLERANCE_S, (name, figures)
