@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import orjson
-from aiohttp import web
+from aiohttp import web, web_protocol
 
 from replay.sim.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
 from replay.sim.faults import HTTP_KINDS, FaultPlan, FaultSpec
@@ -162,6 +162,44 @@ def _handler(api: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]
     return handle
 
 
+_ARRIVALS: dict[int, float] = {}  # id(connection protocol) -> when the next request's first bytes came in
+
+
+def _stamp_arrivals() -> None:
+    """Stamp each request where its first bytes enter the server (``RequestHandler.data_received``).
+
+    The handler runs only after the loop has parsed this and other connections' bytes; at 64 simultaneous
+    requests that is milliseconds late. A connection carries one request at a time (clients do not pipeline),
+    so its first ``data_received`` after the previous request's body was read belongs to the next request.
+    """
+    cls = web_protocol.RequestHandler
+    if getattr(cls.data_received, "_replay_arrivals", False):
+        return
+    original = cls.data_received
+
+    def data_received(self: web_protocol.RequestHandler, data: bytes) -> None:
+        _ARRIVALS.setdefault(id(self), time.perf_counter())
+        original(self, data)
+
+    def connection_lost(self: web_protocol.RequestHandler, exc: BaseException | None) -> None:
+        _ARRIVALS.pop(id(self), None)
+        lost(self, exc)
+
+    lost = cls.connection_lost
+    data_received._replay_arrivals = True  # type: ignore[attr-defined]
+    cls.data_received = data_received  # type: ignore[method-assign]
+    cls.connection_lost = connection_lost  # type: ignore[method-assign]
+
+
+@web.middleware
+async def _forget_arrival(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Whatever a handler did, its request's arrival stamp must not be taken for the next request's."""
+    try:
+        return await handler(request)
+    finally:
+        _ARRIVALS.pop(id(request.protocol), None)
+
+
 async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
     """Parse, tokenise, draw the fault, queue in the engine, answer; log the truth whatever happens."""
     sim = request.app[_SIM]
@@ -174,7 +212,11 @@ async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
     seq: Seq | None = None
     try:
         try:
-            req = _PARSERS[api](await request.read())
+            body = await request.read()
+            # The request arrived when its first bytes reached the server, which a burst of requests can put
+            # well before this handler ran (see _stamp_arrivals).
+            record.arrival = min(record.arrival, _ARRIVALS.pop(id(request.protocol), record.arrival))
+            req = _PARSERS[api](body)
             prompt_ids = await req.prompt(sim.prompts)
         except (_BadRequest, ValueError) as exc:
             return _reject(record, api, 400, str(exc), headers, "bad_request")
@@ -413,7 +455,8 @@ def make_app(
     seed: int = 0,
 ) -> web.Application:
     """The aiohttp application of the sim with ``profile`` timing, logging to ``truth``."""
-    app = web.Application(client_max_size=_MAX_BODY_BYTES)
+    _stamp_arrivals()
+    app = web.Application(client_max_size=_MAX_BODY_BYTES, middlewares=[_forget_arrival])
     app[_SIM] = _Sim(SimEngine(profile, seed), prompts or PromptTokenizer(), truth, FaultPlan(faults or FaultSpec()))
     for path, api in (
         ("/v1/chat/completions", "chat"),
