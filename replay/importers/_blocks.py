@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from replay.importers._common import Call, make_output
+from replay.importers._common import Call, common_prefix, make_output
 from replay.tokens import DEFAULT_TOKENIZER, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 # Neutral English words, each one cl100k token with a leading space (checked at load; the few that are not
@@ -126,15 +126,6 @@ class BlockRequest:
     spawn: list[str] = field(default_factory=list)
 
 
-def _lcp(a: list[tuple[Any, int]], b: list[tuple[Any, int]]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def block_calls(
     requests: list[BlockRequest],
     texts: BlockText,
@@ -147,7 +138,7 @@ def block_calls(
     """Calls whose inputs reproduce the trace's block sharing; also returns the largest estimate overshoot."""
     cuts = {warm_blocks} if warm_blocks > 0 else set()
     for prev, cur in itertools.pairwise(requests):
-        cuts.add(_lcp(prev.blocks, cur.blocks))
+        cuts.add(common_prefix(prev.blocks, cur.blocks))
     cuts.discard(0)
     segments: dict[tuple[int, int, tuple[Any, ...]], dict[str, str]] = {}
     calls: list[Call] = []

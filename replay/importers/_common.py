@@ -287,8 +287,8 @@ class Imported:
             yield orjson.dumps(t)
 
 
-def common_prefix(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int:
-    """Number of leading messages equal in both lists."""
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """Number of leading items (messages, blocks) equal in both lists."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
