@@ -2,15 +2,13 @@
 the error class it should, counted exactly against the sim's truth."""
 
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import aiohttp
 import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
+from replay.embedded_host import embedded_host
 from replay.records import read_run
 from replay.run import RunSpec, execute
 from replay.runner import LoadConfig
@@ -18,7 +16,6 @@ from replay.sessions import ToolTimePolicy
 from replay.sim.faults import FaultPlan, FaultSpec
 from replay.sim.server import start_sim
 
-ROOT = Path(__file__).resolve().parents[1]
 MESSAGES = [{"role": "user", "content": "Fix the failing test"}]
 
 
@@ -86,17 +83,10 @@ def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
         write_trajectory(work, f"w{i}", simple_turns(15, output_tokens=20))
     faults = "429:0.06,500:0.05,503:0.05,drop:0.06,stall:0.05@1.0,malformed:0.06,no_usage:0.06,bad_usage:0.06"
     truth_path = tmp_path / "truth.jsonl"
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "replay", "sim", "--port", "0", "--profile", "fast", "--faults", faults,
-         "--fault-seed", "5", "--truth-log", str(truth_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert sim.stdout is not None
-        port = int(sim.stdout.readline().split("=", 1)[1])
+    with embedded_host("fast", str(truth_path), faults, fault_seed=5) as sim:
         spec = RunSpec(
             trajectories=[str(work)],
-            host=f"http://127.0.0.1:{port}/v1",
+            host=sim.base_url,
             model="m",
             load=LoadConfig(concurrency=8, tool_time=ToolTimePolicy.parse("none")),
             stall_timeout_s=0.4,
@@ -104,9 +94,6 @@ def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
             progress=False,
         )
         result = execute(spec)
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     truth = {t["request_id"]: t for t in map(orjson.loads, truth_path.read_bytes().splitlines())}
     run = read_run(result.path)
     assert len(run.requests) == len(truth) == 150

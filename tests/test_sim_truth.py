@@ -11,21 +11,18 @@ host cannot see; the truth is compared with TTFT on kept-alive connections, toke
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
+from replay.embedded_host import embedded_host
 from replay.records import read_run
 from replay.run import RunSpec, execute
 from replay.runner import LoadConfig
 from replay.sessions import ToolTimePolicy
 
-ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE_S = 0.005
 STREAMS = 64
 PROFILE = "moe-8gpu"
@@ -46,25 +43,16 @@ def run64(tmp_path_factory):
         turns = simple_turns(4, output_tokens=10 + (i * 7) % 31, tool_time_s=0.03 + 0.007 * (i % 17))
         write_trajectory(work, f"w{i}", turns)
     truth_path = tmp / "truth.jsonl"
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "replay", "sim", "--port", "0", "--profile", PROFILE, "--truth-log", str(truth_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert sim.stdout is not None
-        port = int(sim.stdout.readline().split("=", 1)[1])
+    with embedded_host(PROFILE, str(truth_path)) as sim:
         spec = RunSpec(
             trajectories=[str(work)],
-            host=f"http://127.0.0.1:{port}/v1",
+            host=sim.base_url,
             model="m",
             load=LoadConfig(concurrency=STREAMS, tool_time=ToolTimePolicy.parse("recorded")),
             out=str(tmp / "run.jsonl"),
             progress=False,
         )
         result = execute(spec)
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     truth = {t["request_id"]: t for t in map(orjson.loads, truth_path.read_bytes().splitlines())}
     return read_run(result.path), truth
 
