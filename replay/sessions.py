@@ -19,8 +19,7 @@ from asyncio_throttle import Throttler
 from replay.client_openai import OpenAIChatClient
 from replay.records import RequestRecord, TaskRecord
 from replay.requests import RequestOptions, build_chat_body
-from replay.tokens import REPLY_PRIMING_TOKENS
-from replay.trajectory import Message, MessageBuilder, Trajectory
+from replay.trajectory import CountedContext, Message, MessageBuilder, Trajectory
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +127,7 @@ async def _replay_agent(
     in its prompt and, being exactly the parent's last request plus output, in its reusable prefix.
     """
     base = base or []
-    context: list[Message] = list(base)
-    sums = [0]  # sums[i] = tokens of context[:i]; estimates need no re-tokenising
-    for m in base:
-        sums.append(sums[-1] + m.tokens)
+    context = CountedContext(base)
     live = ctx.builder is not None and ctx.builder.policy.output == "live"
     for turn in traj.turns:
         if ctx.stop.is_set():
@@ -140,21 +136,17 @@ async def _replay_agent(
         if turn.index == 0 and not base and ctx.salt and ctx.builder is not None:
             append = _salted(append, f"[replay {ctx.salt} task {task}]\n", ctx.builder)
         if turn.truncate_to is not None:
-            keep = len(base) + turn.truncate_to  # a forked subagent truncates its own messages, not the inherited ones
-            del context[keep:]
-            del sums[keep + 1 :]
-        reusable = sums[-1]  # what survives is exactly the previous request plus its output (or the inherited base)
-        for m in append:
-            context.append(m)
-            sums.append(sums[-1] + m.tokens)
-        body = build_chat_body(context, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)
+            context.truncate(len(base) + turn.truncate_to)  # a forked subagent truncates only its own messages
+        reusable = context.tokens  # the previous request plus its output (or the inherited base)
+        context.extend(append)
+        body = build_chat_body(context.messages, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)
         rec = RequestRecord(
             id=uuid.uuid4().hex,
             session=slot,
             task=task,
             trajectory=traj.id,
             turn=turn.index,
-            prompt_tokens_est=sums[-1] + REPLY_PRIMING_TOKENS,
+            prompt_tokens_est=context.prompt_tokens,
             reusable_prefix_tokens=reusable,
             max_tokens=turn.output_tokens,
             parent=parent,
@@ -173,8 +165,7 @@ async def _replay_agent(
         if answer and rec.error is None and ctx.builder is not None:
             # The host's own words; recorded tool calls stay, since the recorded tool results answer them.
             out = ctx.builder.output({**answer, "tool_calls": turn.output.get("tool_calls")})
-        context.append(out)
-        sums.append(sums[-1] + out.tokens)
+        context.extend((out,))
         last = turn.index == len(traj.turns) - 1
         pause = 0.0 if last else ctx.tool_time.pause(turn.tool_time_s)
         if not turn.spawn:
@@ -184,7 +175,13 @@ async def _replay_agent(
         subs = [_Tally() for _ in turn.spawn]
         children = [
             _replay_agent(
-                ctx, ctx.trajectories[ref.trajectory], task, slot, sub, list(context) if ref.fork else None, traj.id
+                ctx,
+                ctx.trajectories[ref.trajectory],
+                task,
+                slot,
+                sub,
+                list(context.messages) if ref.fork else None,
+                traj.id,
             )
             for ref, sub in zip(turn.spawn, subs, strict=True)
         ]

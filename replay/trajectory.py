@@ -213,10 +213,43 @@ def output_as_message(output: dict[str, Any]) -> dict[str, Any]:
     return HistoryPolicy().output_message(output)
 
 
+class CountedContext:
+    """A conversation with running token sums, so prompt size and reusable prefix need no re-tokenising.
+
+    After a truncation, what is left is, message for message, the previous request plus its output: its
+    tokens are the next request's reusable prefix. The loader and the sessions both count with this.
+    """
+
+    def __init__(self, base: Iterable[Message] = ()) -> None:
+        self.messages: list[Message] = []
+        self._sums = [0]  # _sums[i] = tokens of messages[:i]
+        self.extend(base)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def tokens(self) -> int:
+        return self._sums[-1]
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The estimated prompt of a request made of these messages."""
+        return self._sums[-1] + REPLY_PRIMING_TOKENS
+
+    def truncate(self, keep: int) -> None:
+        del self.messages[keep:]
+        del self._sums[keep + 1 :]
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        for m in messages:
+            self.messages.append(m)
+            self._sums.append(self._sums[-1] + m.tokens)
+
+
 def _annotate(traj: Trajectory, path: str, lines: list[int]) -> None:
     """Per-turn prompt size and reusable prefix, from per-message counts (no re-tokenising)."""
-    context: list[Message] = []
-    prefix_sums = [0]  # prefix_sums[i] = tokens of context[:i]
+    context = CountedContext()
     for turn, line in zip(traj.turns, lines, strict=True):
         if turn.truncate_to is not None:
             if turn.truncate_to > len(context):
@@ -226,20 +259,14 @@ def _annotate(traj: Trajectory, path: str, lines: list[int]) -> None:
                     "truncate_to",
                     f"expected at most {len(context)} (the context length at this turn); got {turn.truncate_to}",
                 )
-            del context[turn.truncate_to :]
-            del prefix_sums[turn.truncate_to + 1 :]
-        # What survives truncation is, message for message, the previous request plus its output.
-        common = len(context)
-        for m in turn.append:
-            context.append(m)
-            prefix_sums.append(prefix_sums[-1] + m.tokens)
+            context.truncate(turn.truncate_to)
+        turn.reusable_prefix_tokens = context.tokens
+        context.extend(turn.append)
         if not context:
             raise TrajectoryError(path, line, "append", "the request would have no messages")
         turn.context_len = len(context)
-        turn.prompt_tokens_est = prefix_sums[-1] + REPLY_PRIMING_TOKENS
-        turn.reusable_prefix_tokens = prefix_sums[common]
-        context.append(turn.output_message)
-        prefix_sums.append(prefix_sums[-1] + turn.output_message.tokens)
+        turn.prompt_tokens_est = context.prompt_tokens
+        context.extend((turn.output_message,))
 
 
 # ---------------------------------------------------------------------------------------------- parsing
