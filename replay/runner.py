@@ -72,7 +72,6 @@ class _Progress:
 
     def __init__(self) -> None:
         self.requests = self.errors = self.output_tokens = self.tasks = 0
-        self.in_flight = 0
 
 
 class _ClientMonitor:

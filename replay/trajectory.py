@@ -82,14 +82,6 @@ class Trajectory:
     origin: str = ""  # "path:line" of the header
     subagent: bool = False  # runs only when spawned, never as a task of its own
 
-    @property
-    def total_output_tokens(self) -> int:
-        return sum(t.output_tokens for t in self.turns)
-
-    @property
-    def max_prompt_tokens(self) -> int:
-        return max((t.prompt_tokens_est for t in self.turns), default=0)
-
 
 @dataclass(slots=True)
 class Workload:
