@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from replay import read_stamps
+from replay import wire_stamps
 from replay.records import RequestRecord
 from replay.sse import Event, split_events
 
@@ -43,6 +43,11 @@ class HostConfig:
             "request_timeout_s": self.request_timeout_s,
             "stall_timeout_s": self.stall_timeout_s,
         }
+
+
+# A body read only at its end stays in aiohttp's buffer meanwhile; reading must not pause before it ends (the
+# buffer holds what the client keeps anyway). aiohttp pauses at twice this many bytes or 1/16 as many chunks.
+_UNREAD_BODY_LIMIT = 1 << 30
 
 
 def _detail(text: bytes | str, limit: int = 300) -> str:
@@ -260,7 +265,9 @@ class OpenAIChatClient:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
-        read_stamps.install()
+        # While aiohttp's feed_data hook captures every body byte with its arrival time, a stream is read
+        # by waiting for its end (one wake-up per call); otherwise by reading it piece by piece.
+        self._captured = wire_stamps.install()
 
     async def warm(self, connections: int) -> None:
         """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays
@@ -271,42 +278,47 @@ class OpenAIChatClient:
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                 async with self.http.get(url, headers=self._headers, timeout=aiohttp.ClientTimeout(total=10)) as r:
                     await r.read()
-                    read_stamps.take(r.content)
+                    wire_stamps.forget(r.content)
 
         await asyncio.gather(*(one() for _ in range(connections)))
 
     async def call(self, body: bytes, rec: RequestRecord, answer: dict[str, Any] | None = None) -> None:
         """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen.
 
-        With ``answer`` (a dict to fill), the host's answer text is collected too, for live history.
+        ``t_call`` is when the call began; ``t_sent`` when its bytes were handed to the socket (see
+        wire_stamps), and every latency of the call is counted from there. With ``answer`` (a dict to fill),
+        the host's answer text is collected too, for live history.
         """
         reads: list[bytes] = []
         times: list[float] = []
         headers = {**self._headers, "X-Request-Id": rec.id}
+        rec.t_call = perf_counter()
+        deadline = asyncio.get_running_loop().time() + self.host.request_timeout_s
         for attempt in range(2):
+            sent: list[float] = []  # filled by wire_stamps' trace when the body goes out
             rec.t_sent = perf_counter()
             try:
-                async with self.http.post(self.url, data=body, headers=headers, timeout=self._timeout) as resp:
+                async with self.http.post(
+                    self.url,
+                    data=body,
+                    headers=headers,
+                    timeout=self._timeout,
+                    trace_request_ctx=sent,
+                    read_bufsize=_UNREAD_BODY_LIMIT,
+                ) as resp:
                     rec.t_headers = perf_counter()
+                    if sent:
+                        rec.t_sent = sent[0]
                     rec.status = resp.status
                     if resp.status != 200:
                         text = await resp.read()
-                        read_stamps.take(resp.content)
+                        wire_stamps.forget(resp.content)
                         rec.t_done = perf_counter()
                         rec.error = "http_429" if resp.status == 429 else f"http_{resp.status // 100}xx"
                         rec.error_detail = _detail(text)
                         return
-                    # The hot path: a timestamp and the bytes, nothing else.
-                    try:
-                        async for data in resp.content.iter_any():
-                            times.append(perf_counter())
-                            reads.append(data)
-                    finally:
-                        stamps = read_stamps.take(resp.content)
-                    # Prefer the stamps taken where the bytes entered aiohttp (see read_stamps).
-                    precise = read_stamps.reads_from_stamps(reads, stamps)
-                    if precise is not None:
-                        reads, times = precise
+                    await self._receive(resp.content, reads, times, deadline)
+                    if times:
                         rec.t_headers = min(rec.t_headers, times[0])  # headers came no later than the body
                 rec.t_done = perf_counter()
             except asyncio.CancelledError:
@@ -329,6 +341,34 @@ class OpenAIChatClient:
                 rec.error_detail = _detail(f"{type(exc).__name__}: {exc}")
             break
         self._finish(rec, reads, times, answer)
+
+    async def _receive(
+        self, content: aiohttp.StreamReader, reads: list[bytes], times: list[float], deadline: float
+    ) -> None:
+        """Fill ``reads`` and ``times`` with the body as it arrived, also when the stream fails or is
+        cancelled half way (what came before stays)."""
+        if not self._captured:
+            try:
+                async for data in content.iter_any():  # the hot path: a timestamp and the bytes
+                    times.append(perf_counter())
+                    reads.append(data)
+            finally:
+                wire_stamps.forget(content)
+            return
+        try:
+            async with asyncio.timeout_at(deadline):  # aiohttp's total timeout does not cover wait_eof
+                await content.wait_eof()
+        finally:
+            cap = wire_stamps.take(content)
+            if cap is not None:
+                reads += cap.reads
+                times += cap.times
+            elif content.total_bytes:  # the hook missed bytes: keep them with one coarse time, and
+                self._captured = False  # read piece by piece from now on
+                with contextlib.suppress(Exception):
+                    if data := content.read_nowait():
+                        reads.append(data)
+                        times.append(perf_counter())
 
     @staticmethod
     def _finish(

@@ -149,7 +149,7 @@ def summarize(run: RunData) -> dict[str, Any]:
         "cache": _cache(measured),
         "tasks": _tasks(run.tasks),
         "totals": _totals(reqs),
-        "client": _client(run.client, win),
+        "client": _client(run.client, win, measured),
     }
 
 
@@ -253,8 +253,10 @@ def _totals(reqs: list[RequestRecord]) -> dict[str, int]:
     }
 
 
-def _client(samples: list[dict[str, Any]], win: Window) -> dict[str, Any]:
-    """Was the client itself the bottleneck? CPU share of one core and event-loop lag."""
+def _client(samples: list[dict[str, Any]], win: Window, measured: list[RequestRecord]) -> dict[str, Any]:
+    """Was the client itself the bottleneck? CPU share of one core, event-loop lag, and the wait between a
+    call beginning and its bytes leaving (the client's own queue, plus opening a connection when one must)."""
+    send_wait = [round((r.t_sent - r.t_call) * US) for r in measured if r.t_call is not None]
     inside = [s for s in samples if s["t"] in win] or samples
     wall = sum(s["wall_s"] for s in inside)
     cpu = sum(s["cpu_s"] for s in inside)
@@ -263,4 +265,9 @@ def _client(samples: list[dict[str, Any]], win: Window) -> dict[str, Any]:
     saturated = bool(
         (share is not None and share > SATURATED_CPU_SHARE) or (lag is not None and lag > SATURATED_LAG_MS)
     )
-    return {"cpu_share": share, "loop_lag_p99_ms": lag, "saturated": saturated}
+    return {
+        "cpu_share": share,
+        "loop_lag_p99_ms": lag,
+        "send_wait_s": _percentiles(_histogram(send_wait), (50, 99), US),
+        "saturated": saturated,
+    }

@@ -33,7 +33,7 @@ class RequestRecord:
     task: int  # sequence number of the trajectory run (task) it belongs to
     trajectory: str
     turn: int
-    t_sent: float = 0.0
+    t_sent: float = 0.0  # the request's bytes handed to the socket: every latency of the call counts from here
     t_headers: float | None = None
     t_first_token: float | None = None  # first token of any kind (reasoning or answer)
     t_first_answer: float | None = None  # first answer (non-reasoning) token
@@ -55,6 +55,7 @@ class RequestRecord:
     finish_reason: str | None = None
     server_timings: dict[str, Any] | None = None
     parent: str | None = None  # for a subagent's call: the trajectory that spawned it
+    t_call: float | None = None  # the client began the call; t_sent - t_call is its own wait (and connecting)
     retries: int = 0  # resent once on a fresh connection when a kept-alive one turned out closed
 
     @property

@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 from asyncio_throttle import Throttler
 
+from replay import wire_stamps
 from replay.client_openai import OpenAIChatClient
 from replay.records import RequestRecord, RunWriter, TaskRecord
 from replay.requests import RequestOptions
@@ -147,7 +148,12 @@ async def run_load(
 
     salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
     connector = aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True)
-    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as http:
+    session = aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=False,
+        trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
+    )
+    async with session as http:
         ctx = SessionContext(
             client=client_factory(http),
             options=options,

@@ -153,13 +153,13 @@ async def _replay_agent(
         )
         answer: dict[str, str] | None = {} if live else None
         if ctx.throttle is not None:
-            await ctx.throttle.acquire()  # waiting here is the client's doing: before t_sent, outside model time
+            await ctx.throttle.acquire()  # waiting here is the client's doing: before t_call, outside model time
         try:
             await ctx.client.call(body, rec, answer)
         finally:
             tally.calls += 1
             tally.errors += rec.error is not None
-            tally.model_time += (rec.t_done or perf_counter()) - rec.t_sent
+            tally.model_time += (rec.t_done or perf_counter()) - (rec.t_call or rec.t_sent)
             ctx.on_request(rec)
         out = turn.output_message
         if answer and rec.error is None and ctx.builder is not None:

@@ -1,0 +1,93 @@
+"""Timestamps taken at the wire: when a request's bytes are handed to the socket, and when each piece of the
+response enters aiohttp.
+
+Sending: aiohttp writes a request body from a task of its own, so between the client deciding to call and
+the bytes leaving there can be a turn of the event loop (milliseconds when 64 sessions call at once), plus
+opening a connection. ``trace_config()`` stamps the moment the first body chunk is handed to the transport,
+through aiohttp's public tracing hooks; a call's clock (``t_sent``) starts there, and the wait before it is
+kept apart as the client's own (``t_call`` .. ``t_sent``).
+
+Receiving: when many streams receive a token at once, the event loop first hands every socket's bytes to its
+stream reader, then resumes the reading tasks one after another; a stamp taken in the task is late by the
+time the loop spent on the tasks before it. ``StreamReader.feed_data`` runs in the first phase, so the hook
+installed by ``install()`` keeps each piece of the body with its arrival time there: one ``perf_counter()``
+and two appends per network read. The reading task then needs to wake only once, at the end of the stream
+(``OpenAIChatClient``), instead of once per read. The capture is trusted only if it accounts for every byte
+the reader received; otherwise the client reads the stream itself (older or newer aiohttp, or anything
+unexpected).
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+from aiohttp import streams
+
+
+class Capture:
+    """The body of one response as it arrived: pieces, their arrival times, and the bytes they hold."""
+
+    __slots__ = ("reads", "times", "total")
+
+    def __init__(self) -> None:
+        self.reads: list[bytes] = []
+        self.times: list[float] = []
+        self.total = 0
+
+
+_CAPTURES: dict[int, Capture] = {}  # id(reader) -> what it received so far
+
+
+def install() -> bool:
+    """Wrap ``StreamReader.feed_data`` to keep every piece it receives with its arrival time (idempotent)."""
+    cls = streams.StreamReader
+    if getattr(cls.feed_data, "_replay_capture", False):
+        return True
+    original = cls.feed_data
+
+    def feed_data(self: Any, data: bytes, *args: Any, **kwargs: Any) -> Any:
+        if data:
+            t = perf_counter()
+            key = id(self)
+            cap = _CAPTURES.get(key)
+            if cap is None or cap.total != self.total_bytes:  # a new reader, or a stale id reused
+                cap = _CAPTURES[key] = Capture()
+            cap.reads.append(data)
+            cap.times.append(t)
+            cap.total += len(data)
+        return original(self, data, *args, **kwargs)
+
+    feed_data._replay_capture = True  # type: ignore[attr-defined]
+    cls.feed_data = feed_data  # type: ignore[method-assign]
+    return True
+
+
+def take(reader: Any) -> Capture | None:
+    """What one reader received, removed from the table (call once done with the response); None if the
+    capture is missing or does not account for exactly the bytes the reader received."""
+    cap = _CAPTURES.pop(id(reader), None)
+    if cap is None or cap.total != getattr(reader, "total_bytes", -1):
+        return None
+    return cap
+
+
+def forget(reader: Any) -> None:
+    """Drop a reader's capture (responses whose body timing nobody needs)."""
+    _CAPTURES.pop(id(reader), None)
+
+
+async def _on_chunk_sent(_session: Any, ctx: SimpleNamespace, _params: Any) -> None:
+    stamp = ctx.trace_request_ctx
+    if isinstance(stamp, list) and not stamp:
+        stamp.append(perf_counter())
+
+
+def trace_config() -> aiohttp.TraceConfig:
+    """A TraceConfig for the client session: a request made with ``trace_request_ctx=[]`` gets the time its
+    first body chunk was handed to the transport appended to that list."""
+    config = aiohttp.TraceConfig()
+    config.on_request_chunk_sent.append(_on_chunk_sent)
+    return config
