@@ -8,8 +8,8 @@ Framing ids lie above the text vocabulary and the role id differs per role, so e
 different roles never hashes alike in the prefix cache.
 
 Contexts grow every turn, so each distinct message is tokenised once and kept in an LRU keyed by its
-serialised bytes; a request re-tokenises only what is new, in a worker thread (tiktoken releases the
-GIL) so the event loop keeps pacing the other streams.
+serialised bytes; a request re-tokenises only what is new: inline when it is short, otherwise in the one
+worker thread (tiktoken releases the GIL) so the event loop keeps pacing the other streams.
 """
 
 from __future__ import annotations
@@ -17,13 +17,17 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
 
 from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
+T = TypeVar("T")
+INLINE_BYTES = 4096  # new message text up to this size is tokenised on the event loop (tens of microseconds)
 _FRAME_BASE = 1 << 22  # far above any cl100k id
 START, SEP, END = _FRAME_BASE, _FRAME_BASE + 1, _FRAME_BASE + 2
 _ROLE_BASE = _FRAME_BASE + 16
@@ -76,13 +80,20 @@ class PromptTokenizer:
 
     def __init__(self, tokenizer: Tokenizer | None = None, max_cached_tokens: int = 16_000_000) -> None:
         self._tokenizer = tokenizer or get_tokenizer()
+        # One worker, not asyncio's default pool: several tokenising threads fight the event loop for the GIL,
+        # and a burst of new prompts would then hold up the loop (arrival stamps, token writes) for
+        # milliseconds. Small texts are tokenised inline: the hop to a thread costs more than they do.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-tokenizer")
         self._max_cached_tokens = max_cached_tokens
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()  # message bytes -> ids, LRU first
         self._cached_tokens = 0
 
     async def warm_up(self) -> None:
         """Start the worker thread and the tokenizer now, not while the first requests wait."""
-        await asyncio.to_thread(self._tokenizer.encode, "warm up the tokenizer")
+        await self._in_worker(self._tokenizer.encode, "warm up the tokenizer")
+
+    async def _in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
 
     async def prompt_ids(self, messages: list[Any]) -> np.ndarray:
         """int32 token ids of the whole prompt; ValueError on a malformed message."""
@@ -99,7 +110,11 @@ class PromptTokenizer:
                 self._cache.move_to_end(key)
                 found[key] = ids
         if missing:
-            encoded = await asyncio.to_thread(self._encode, list(missing.values()))
+            todo = list(missing.values())
+            if sum(map(len, missing)) <= INLINE_BYTES:
+                encoded = self._encode(todo)
+            else:
+                encoded = await self._in_worker(self._encode, todo)
             for key, ids in zip(missing, encoded, strict=True):
                 found[key] = ids
                 self._remember(key, ids)
@@ -125,7 +140,10 @@ class PromptTokenizer:
             key = b"text:" + prompt.encode()
             ids = self._cache.get(key)
             if ids is None:
-                ids = np.array(await asyncio.to_thread(self._tokenizer.encode, prompt), dtype=np.int32)
+                if len(key) <= INLINE_BYTES:
+                    ids = np.array(self._tokenizer.encode(prompt), dtype=np.int32)
+                else:
+                    ids = np.array(await self._in_worker(self._tokenizer.encode, prompt), dtype=np.int32)
                 self._remember(key, ids)
             return ids
         if isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
