@@ -111,7 +111,7 @@ def main() -> None:
 @click.option(
     "--sim-truth-log",
     type=click.Path(dir_okay=False),
-    help="Where the embedded simulated host writes its truth log.",
+    help="Where the embedded simulated host writes its truth log (default: beside the run file, *.truth.jsonl).",
 )
 @click.option(
     "--history",
@@ -236,17 +236,28 @@ def run(
 @main.command()
 @click.argument("run_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def report(run_file: str, as_json: bool) -> None:
-    """Rebuild every figure of a run from its run file alone."""
+@click.option(
+    "--truth",
+    "truth_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A simulated host's truth log to compare with (default: the one the run file names, if present).",
+)
+def report(run_file: str, as_json: bool, truth_path: str | None) -> None:
+    """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any)."""
     from replay.metrics import summarize
     from replay.records import read_run
     from replay.report import to_json, to_text
+    from replay.run import find_truth_log
+    from replay.truth_compare import compare, load_truth
 
     try:
         data = read_run(run_file)
+        summary = summarize(data)
+        truth = truth_path or find_truth_log(run_file, data.header)
+        if truth:
+            summary["truth"] = compare(data.requests, load_truth(truth))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    summary = summarize(data)
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))
 
 

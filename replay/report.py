@@ -118,4 +118,37 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
             f"Client: {_pct(cl['cpu_share'])} of one core, event-loop lag p99 {_s(cl['loop_lag_p99_ms'], 'n')} ms"
             " (not a bottleneck)"
         )
+    if s.get("truth"):
+        lines += _truth_lines(s["truth"])
+    wait = cl.get("send_wait_s") or {}
+    if wait.get("n"):
+        lines.append(
+            f"  send wait (call begun to bytes on the wire, not in TTFT): p50 {_s(wait['p50'])}, p99 {_s(wait['p99'])}"
+        )
     return "\n".join(lines)
+
+
+def _truth_lines(tr: dict[str, Any]) -> list[str]:
+    """The client's figures against the simulated host's truth log (replay.truth_compare)."""
+
+    def dev(name: str, d: dict[str, Any]) -> str:
+        if not d.get("n"):
+            return f"  {name:<28}-"
+        return (
+            f"  {name:<28}p50 {_s(d['p50']):>9}  p99 {_s(d['p99']):>9}  max {_s(d['max']):>9}"
+            f"   (median client − host {_s(d['bias'])}, n={d['n']:,})"
+        )
+
+    q, pf = tr["host_queue_wait_s"], tr["host_prefill_s"]
+    return [
+        "",
+        f"Against the host's truth log ({tr['matched']} of {tr['requests']} requests matched by id;"
+        " how far the client's times are from the host's own)",
+        dev("TTFT", tr["ttft_dev_s"]),
+        dev("token times", tr["token_dev_s"]),
+        dev("inter-token gaps", tr["itl_dev_s"]),
+        f"  counts: output tokens equal in {tr['output_tokens_equal']} of {tr['ok_matched']}, cached tokens equal in"
+        f" {tr['cached_tokens_equal']} of {tr['cached_tokens_reported']} reported",
+        f"  host's TTFT split: queue wait p50 {_s(q['p50'])} p95 {_s(q['p95'])} · prefill p50 {_s(pf['p50'])}"
+        f" p95 {_s(pf['p95'])} · preemptions {tr['host_preemptions']}",
+    ]

@@ -26,6 +26,7 @@ from replay.records import RunWriter, clock_anchor
 from replay.requests import RequestOptions
 from replay.runner import LoadConfig, run_load
 from replay.trajectory import Workload, default_workload_path, load_workload
+from replay.truth_compare import compare, load_truth
 
 SECRET_HINTS = ("key", "token", "secret", "auth", "password")
 SIM_MODEL = "replay-sim"
@@ -96,12 +97,21 @@ async def detect_model(base_url: str, timeout_s: float = 10.0) -> str | None:
 
 
 @contextlib.contextmanager
-def _host(spec: RunSpec) -> Iterator[tuple[str, str | None]]:
+def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, str | None]]:
     if spec.host:
         yield spec.host, None
     else:
-        with embedded_host(spec.sim_profile, spec.sim_truth_log, spec.sim_faults, spec.sim_fault_seed) as sim:
+        truth = str(truth_log) if truth_log else None
+        with embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed) as sim:
             yield sim.base_url, spec.sim_profile
+
+
+def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
+    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none).
+    Every run against the sim can then say how far the client's times are from the host's own."""
+    if spec.host:
+        return None
+    return Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
 
 
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
@@ -109,9 +119,10 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
     out = Path(spec.out) if spec.out else default_out_path()
     writer = RunWriter(out)
+    truth_log = truth_log_path(spec, out)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
-        with _host(spec) as (base_url, sim_profile):
+        with _host(spec, truth_log) as (base_url, sim_profile):
             model = spec.model or (SIM_MODEL if sim_profile else asyncio.run(detect_model(base_url)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
@@ -125,6 +136,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                     "host": host.public(),
                     "simulated_host": sim_profile,
                     "simulated_faults": spec.sim_faults if sim_profile else None,
+                    "simulated_truth_log": str(truth_log) if truth_log else None,
                     "request": {
                         "history": spec.history.public(),
                         "force_output_length": spec.force_output_length,
@@ -159,4 +171,18 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         with contextlib.suppress(Exception):
             writer.footer({**footer, "requests": len(writer.data.requests), "tasks": len(writer.data.tasks)})
         writer.close()
-    return RunResult(summarize(writer.data), writer.data.header, out)
+    summary = summarize(writer.data)
+    if truth_log is not None and truth_log.exists():  # complete: the host has stopped
+        summary["truth"] = compare(writer.data.requests, load_truth(truth_log))
+    return RunResult(summary, writer.data.header, out)
+
+
+def find_truth_log(run_file: str | Path, header: dict[str, Any]) -> Path | None:
+    """The truth log a run file names, where it was written or beside the run file (moved together)."""
+    named = header.get("simulated_truth_log")
+    if not named:
+        return None
+    for candidate in (Path(named), Path(run_file).parent / Path(named).name):
+        if candidate.exists():
+            return candidate
+    return None

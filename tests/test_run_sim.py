@@ -114,7 +114,10 @@ def test_steady_window_excludes_warmup_and_drain(sim_run) -> None:
 
 def test_report_from_the_file_equals_the_live_summary(sim_run) -> None:
     result, run, _ = sim_run
-    assert summarize(run) == result.summary
+    live = dict(result.summary)
+    truth_part = live.pop("truth")  # the comparison with the sim's truth log, which the run file names
+    assert summarize(run) == live
+    assert truth_part["matched"] == truth_part["aligned"] == len(run.requests)
     out = CliRunner().invoke(main, ["report", str(result.path), "--json"])
     assert out.exit_code == 0, out.output
     assert orjson.loads(out.output) == orjson.loads(to_json(result.summary))
@@ -255,3 +258,24 @@ def test_rate_limit_spaces_call_starts_across_sessions(tmp_path: Path) -> None:
     # a sliding window of 2 calls per 0.4 s: call k+2 starts at least 0.4 s after call k
     assert all(b - a >= 0.4 for a, b in zip(sent, sent[2:], strict=False))
     assert read_run(tmp_path / "run.jsonl").header["load"]["rate_limit"] == [2, 0.4]
+
+
+def test_report_finds_the_truth_log_beside_the_run_file_or_as_told(sim_run, tmp_path: Path) -> None:
+    result, _, _ = sim_run
+    text = CliRunner().invoke(main, ["report", str(result.path)])
+    assert text.exit_code == 0, text.output
+    assert "Against the host's truth log (24 of 24 requests matched" in text.output
+    truth = Path(result.header["simulated_truth_log"])
+    moved = tmp_path / "moved.jsonl"  # the run file moved away, and the truth log where it named gone
+    moved.write_bytes(result.path.read_bytes().replace(str(truth).encode(), b"/gone/" + truth.name.encode(), 1))
+    alone = CliRunner().invoke(main, ["report", str(moved)])
+    assert alone.exit_code == 0 and "truth log" not in alone.output
+    (tmp_path / truth.name).write_bytes(truth.read_bytes())  # moved along with it: found beside the run file
+    beside = CliRunner().invoke(main, ["report", str(moved)])
+    assert beside.exit_code == 0 and "24 of 24 requests matched" in beside.output
+    told = CliRunner().invoke(main, ["report", str(moved), "--truth", str(truth)])
+    assert told.exit_code == 0 and "24 of 24 requests matched" in told.output
+    bad = tmp_path / "bad-truth.jsonl"
+    bad.write_bytes(b'{"request_id": "a"}\nnot json\n{"request_id": "b"}\n')
+    broken = CliRunner().invoke(main, ["report", str(moved), "--truth", str(bad)])
+    assert broken.exit_code != 0 and f"{bad}:2: not JSON" in broken.output
