@@ -4,7 +4,6 @@ run the closed loop, and summarise. The CLI and the tests both enter here.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import platform
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import aiohttp
 import numpy
 import orjson
 
-from replay import __version__
+from replay import __version__, event_loop
 from replay.client_openai import HostConfig, OpenAIChatClient
 from replay.embedded_host import embedded_host
 from replay.history import HistoryPolicy
@@ -81,6 +80,7 @@ def _versions() -> dict[str, str]:
         "numpy": numpy.__version__,
         "orjson": orjson.__version__,
         "platform": platform.platform(),
+        "event_loop": event_loop.loop_factory()[0],
     }
 
 
@@ -123,7 +123,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
         with _host(spec, truth_log) as (base_url, sim_profile):
-            model = spec.model or (SIM_MODEL if sim_profile else asyncio.run(detect_model(base_url)))
+            model = spec.model or (SIM_MODEL if sim_profile else event_loop.run(detect_model(base_url)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
             host = HostConfig(base_url, model, spec.api_key_env, spec.request_timeout_s, spec.stall_timeout_s)
@@ -154,7 +154,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                 }
             )
             try:
-                footer = asyncio.run(
+                footer = event_loop.run(
                     run_load(
                         workload,
                         lambda http: OpenAIChatClient(host, http),

@@ -18,6 +18,7 @@ import uuid
 
 import aiohttp
 
+from replay import event_loop
 from replay.client_openai import HostConfig, OpenAIChatClient
 from replay.embedded_host import embedded_host
 from replay.records import RequestRecord
@@ -71,13 +72,14 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=20000)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--profile", default="instant", help="sim profile: instant (unpaced) or a paced one, e.g. fast")
     args = ap.parse_args()
     results: dict[str, list[tuple[float, float]]] = {"bare": [], "replay": []}
-    with embedded_host("instant") as host:
+    with embedded_host(args.profile) as host:
         for _ in range(args.runs):
             for kind in ("bare", "replay"):
                 results[kind].append(
-                    asyncio.run(one_run(host.base_url, kind, args.streams, args.tokens, args.concurrency))
+                    event_loop.run(one_run(host.base_url, kind, args.streams, args.tokens, args.concurrency))
                 )
     med = {k: (statistics.median(c for c, _ in v), statistics.median(r for _, r in v)) for k, v in results.items()}
     for kind, (cpu_us, rate) in med.items():

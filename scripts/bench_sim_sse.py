@@ -21,6 +21,8 @@ import time
 
 import aiohttp
 
+from replay import event_loop
+
 _NON_TOKEN_EVENTS = 3  # role chunk, finish chunk, [DONE] (no usage chunk is asked for)
 
 
@@ -86,7 +88,7 @@ def main() -> None:
         rates, per_core = [], []
         for i in range(args.runs):
             cpu0 = cpu_seconds(proc.pid)
-            rate = asyncio.run(run_once(url, args.streams, args.tokens, args.concurrency))
+            rate = event_loop.run(run_once(url, args.streams, args.tokens, args.concurrency))
             sim_cpu = cpu_seconds(proc.pid) - cpu0
             rates.append(rate)
             per_core.append(args.streams * args.tokens / max(sim_cpu, 0.01))

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 from aiohttp import web, web_protocol
 
+from replay import event_loop
 from replay.sim.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
 from replay.sim.faults import HTTP_KINDS, FaultPlan, FaultSpec
 from replay.sim.profiles import SimProfile, get_profile
@@ -570,4 +571,4 @@ def serve(
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
-    asyncio.run(_serve(host, port, profile, truth_log, faults, fault_seed))
+    event_loop.run(_serve(host, port, profile, truth_log, faults, fault_seed))

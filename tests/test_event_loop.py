@@ -1,0 +1,26 @@
+"""The event loop replay runs on: uvloop where installed, asyncio's own when asked."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from replay import event_loop
+
+
+async def _loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_uvloop_by_default_where_installed(monkeypatch) -> None:
+    pytest.importorskip("uvloop")
+    monkeypatch.delenv("REPLAY_EVENT_LOOP", raising=False)
+    assert event_loop.loop_factory()[0] == "uvloop"
+    assert event_loop.run(_loop_module()).startswith("uvloop")
+
+
+def test_asyncio_loop_when_asked(monkeypatch) -> None:
+    monkeypatch.setenv("REPLAY_EVENT_LOOP", "asyncio")
+    assert event_loop.loop_factory() == ("asyncio", None)
+    assert event_loop.run(_loop_module()).startswith("asyncio")
