@@ -4,16 +4,13 @@ The sim runs in its own process (as ``replay run`` starts it; profile ``moe-8gpu
 and the client replays 64 sessions at once. Answers have different lengths and sessions pause for
 different tool times, so calls end and arrive spread out as an agent fleet's do (64 identical answers
 would end in one engine step, and the client's per-call work for all of them would hold its event loop
-for tens of milliseconds). A first call's TTFT also holds the client opening its connection, which the
-host cannot see; the truth is compared with TTFT on kept-alive connections, token times on every call.
+for tens of milliseconds). The comparison is replay.truth_compare's, the one ``replay report`` prints.
 """
 
 from __future__ import annotations
 
 import itertools
 
-import numpy as np
-import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
@@ -22,17 +19,11 @@ from replay.records import read_run
 from replay.run import RunSpec, execute
 from replay.runner import LoadConfig
 from replay.sessions import ToolTimePolicy
+from replay.truth_compare import compare, load_truth
 
 TOLERANCE_S = 0.005
 STREAMS = 64
 PROFILE = "moe-8gpu"
-
-
-def _per_token(base: float, flat: list[float]) -> list[float]:
-    times: list[float] = []
-    for i in range(0, len(flat), 2):
-        times += [base + flat[i]] * int(flat[i + 1])
-    return times
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +44,7 @@ def run64(tmp_path_factory):
             progress=False,
         )
         result = execute(spec)
-    truth = {t["request_id"]: t for t in map(orjson.loads, truth_path.read_bytes().splitlines())}
-    return read_run(result.path), truth
+    return read_run(result.path), load_truth(truth_path)
 
 
 def test_64_streams_really_ran_at_once(run64):
@@ -67,30 +57,25 @@ def test_64_streams_really_ran_at_once(run64):
     assert max(itertools.accumulate(d for _, d in edges)) == STREAMS
 
 
+def test_every_call_is_timed_from_when_its_bytes_left(run64):
+    run, _ = run64
+    # t_sent is stamped by aiohttp's chunk-sent trace, after the call began; never the fallback (== t_call)
+    assert all(r.t_call is not None and r.t_call < r.t_sent < r.t_first_token for r in run.requests)
+
+
 def test_client_ttft_tokens_and_itl_within_5ms_of_truth(run64):
     run, truth = run64
-    ttft, token, itl = [], [], []
-    for rec in run.requests:
-        t = truth[rec.id]
-        assert rec.output_tokens == t["output_tokens"] and rec.cached_tokens == t["cached_tokens"]
-        if rec.turn > 0:  # kept-alive connection: the host sees the call as soon as it is sent
-            ttft.append(abs((rec.t_first_token - rec.t_sent) - (t["first_token"] - t["arrival"])))
-        client = _per_token(rec.t_sent, rec.chunks)
-        host = _per_token(0.0, t["writes"])
-        assert len(client) == len(host) == rec.max_tokens
-        token += [abs(c - h) for c, h in zip(client, host, strict=True)]
-        gaps = zip(itertools.pairwise(client), itertools.pairwise(host), strict=True)
-        itl += [abs((c1 - c0) - (h1 - h0)) for (c0, c1), (h0, h1) in gaps]
-    figures = {
-        name: (*(float(np.percentile(values, q)) for q in (50, 95, 99)), max(values))
-        for name, values in (("ttft", ttft), ("token", token), ("itl", itl))
-    }
-    print("\n64 streams, deviation from truth in ms (p50, p95, p99, max):",
-          {k: tuple(round(v * 1e3, 2) for v in f) for k, f in figures.items()})  # fmt: skip
-    # The client stamps bytes where they enter aiohttp (replay/read_stamps.py) and the sim stamps a request
-    # where its first bytes enter the server, so a burst of 64 streams is stamped before any task runs on
-    # either side. What remains is the two processes sharing two cores: 95 calls (and inter-token gaps: 99)
-    # in 100 within 5 ms; a busy machine can still stall a whole burst, hence the bound on the worst case.
-    assert figures["itl"][2] < TOLERANCE_S, figures
-    for name, (p50, p95, _, worst) in figures.items():
-        assert p50 < TOLERANCE_S and p95 < TOLERANCE_S and worst < 5 * TOLERANCE_S, (name, figures)
+    cmp = compare(run.requests, truth)
+    assert cmp["matched"] == cmp["aligned"] == cmp["ok_matched"] == STREAMS * 4
+    assert cmp["output_tokens_equal"] == cmp["cached_tokens_equal"] == STREAMS * 4
+    figures = {k: cmp[f"{k}_dev_s"] for k in ("ttft", "token", "itl")}
+    shown = {k: tuple(round(f[q] * 1e3, 2) for q in ("p50", "p95", "p99", "max")) for k, f in figures.items()}
+    print("\n64 streams, deviation from truth in ms (p50, p95, p99, max):", shown)
+    # Every call counts, first turns included: the clock starts when the request's bytes leave (wire_stamps),
+    # so neither the client's own queue nor opening a connection is in its TTFT. What remains is two processes
+    # sharing two cores, each stamping from its event loop: 99 in 100 within 5 ms. The worst single value, over
+    # runs of scripts/truth_agreement.py, is in docs/benchmarks.md; the bound on it here catches a systematic
+    # error, not a moment when the machine ran something else.
+    for name, f in figures.items():
+        assert f["n"] > 0 and f["p50"] < TOLERANCE_S and f["p99"] < TOLERANCE_S, (name, shown)
+        assert f["max"] < 4 * TOLERANCE_S, (name, shown)

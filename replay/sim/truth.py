@@ -19,7 +19,7 @@ class TruthRecord:
     """What the sim did for one request."""
 
     request_id: str  # the request's X-Request-Id header, or one the sim made up
-    arrival: float  # handler entry
+    arrival: float  # first bytes of the request entered the server (before any handler ran)
     api: str = "chat"  # chat | completions | messages
     queued: float | None = None  # handed to the engine (prompt tokenised), joins the waiting queue
     prefill_start: float | None = None  # start of the step that first admitted it (queue wait ends)
