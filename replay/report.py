@@ -118,13 +118,13 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
             f"Client: {_pct(cl['cpu_share'])} of one core, event-loop lag p99 {_s(cl['loop_lag_p99_ms'], 'n')} ms"
             " (not a bottleneck)"
         )
-    if s.get("truth"):
-        lines += _truth_lines(s["truth"])
     wait = cl.get("send_wait_s") or {}
     if wait.get("n"):
         lines.append(
             f"  send wait (call begun to bytes on the wire, not in TTFT): p50 {_s(wait['p50'])}, p99 {_s(wait['p99'])}"
         )
+    if s.get("truth"):
+        lines += _truth_lines(s["truth"])
     return "\n".join(lines)
 
 
