@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 import aiohttp
 import orjson
+from aiohttp import web
 
 from replay.client_openai import HostConfig, OpenAIChatClient
 from replay.records import RequestRecord
@@ -251,3 +255,37 @@ async def test_the_clock_starts_when_the_request_bytes_leave(crafted_server) -> 
     assert traced.t_call < traced.t_sent < traced.t_headers <= traced.t_first_token
     assert plain.t_call <= plain.t_sent < plain.t_headers
     assert traced.error is None and plain.error is None
+
+
+async def test_a_stream_that_never_ends_times_out_with_what_came_kept() -> None:
+    # aiohttp's total timeout does not cover waiting for the end of the body; the client's own deadline does.
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(chunk({"content": "a"}) + chunk({"content": "b"}))
+        with contextlib.suppress(ConnectionError):
+            while True:  # keep-alive comments: never silent long enough for the stall timeout
+                await asyncio.sleep(0.05)
+                await resp.write(b": ping\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
+    options = RequestOptions(model="m")
+    rec = RequestRecord(id="slow", session=0, task=0, trajectory="t", turn=0)
+    try:
+        async with aiohttp.ClientSession() as http:
+            host = HostConfig(f"http://127.0.0.1:{port}/v1", "m", request_timeout_s=0.5, stall_timeout_s=5.0)
+            await OpenAIChatClient(host, http).call(build_chat_body([msg], 5, options, options.fixed_fields()), rec)
+    finally:
+        await runner.cleanup()
+    assert rec.error == "timeout"
+    assert rec.output_events == 2 and rec.t_first_token is not None
+    assert 0.5 <= rec.t_done - rec.t_call < 2.0
