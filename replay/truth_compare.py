@@ -67,13 +67,13 @@ def _dist(values: list[float]) -> dict[str, float | int | None]:
     return {"p50": float(p50), "p95": float(p95), "n": len(values)}
 
 
-def _client_token_times(rec: RequestRecord) -> np.ndarray:
+def client_token_times(rec: RequestRecord) -> np.ndarray:
     """One arrival time per streamed event (absolute), from the record's flat [dt, n, ...] reads."""
     ch = rec.chunks
     return rec.t_sent + np.repeat(np.asarray(ch[0::2], dtype=float), np.asarray(ch[1::2], dtype=int))
 
 
-def _host_token_times(truth: dict[str, Any]) -> np.ndarray:
+def host_token_times(truth: dict[str, Any]) -> np.ndarray:
     """One write time per token (absolute), from the truth's flat [t, n, ...] writes."""
     w = truth.get("writes") or []
     return np.repeat(np.asarray(w[0::2], dtype=float), np.asarray(w[1::2], dtype=int))
@@ -111,7 +111,7 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
             cached_equal += rec.cached_tokens == t.get("cached_tokens")
         if rec.t_first_token is not None and t.get("first_token") is not None:
             ttft.append((rec.t_first_token - rec.t_sent) - (t["first_token"] - t["arrival"]))
-        client, host = _client_token_times(rec), _host_token_times(t)
+        client, host = client_token_times(rec), host_token_times(t)
         if client.size and client.size == host.size:
             aligned += 1
             token_parts.append(client - host)
