@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -45,6 +46,18 @@ def simple_turns(n: int, *, output_tokens: int = 20, tool_time_s: float = 0.0, g
     return turns
 
 
+async def serve_chat(handler: Callable[[web.Request], Any]) -> tuple[str, web.AppRunner]:
+    """Serve ``handler`` at /v1/chat/completions on 127.0.0.1 (an ephemeral port); the caller cleans up."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{port}/v1", runner
+
+
 @pytest.fixture
 def crafted_server() -> Callable[[list[bytes], int], AsyncIterator[str]]:
     """Start an HTTP server on 127.0.0.1 that answers every POST with the given byte parts, in order."""
@@ -63,13 +76,6 @@ def crafted_server() -> Callable[[list[bytes], int], AsyncIterator[str]]:
             await resp.write_eof()
             return resp
 
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return f"http://127.0.0.1:{port}/v1", runner
+        return await serve_chat(handler)
 
     return start

@@ -8,6 +8,7 @@ import contextlib
 import aiohttp
 import orjson
 from aiohttp import web
+from conftest import serve_chat
 
 from replay.client_openai import HostConfig, OpenAIChatClient
 from replay.records import RequestRecord
@@ -270,19 +271,13 @@ async def test_a_stream_that_never_ends_times_out_with_what_came_kept() -> None:
                 await resp.write(b": ping\n\n")
         return resp
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    url, runner = await serve_chat(handler)
     msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
     options = RequestOptions(model="m")
     rec = RequestRecord(id="slow", session=0, task=0, trajectory="t", turn=0)
     try:
         async with aiohttp.ClientSession() as http:
-            host = HostConfig(f"http://127.0.0.1:{port}/v1", "m", request_timeout_s=0.5, stall_timeout_s=5.0)
+            host = HostConfig(url, "m", request_timeout_s=0.5, stall_timeout_s=5.0)
             await OpenAIChatClient(host, http).call(build_chat_body([msg], 5, options, options.fixed_fields()), rec)
     finally:
         await runner.cleanup()
