@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.importers._blocks import BlockRequest, BlockText, block_calls
-from replay.importers._common import Imported, Refused, Src, build_trajectory, iter_jsonl
+from replay.importers._common import Imported, PrefixSessions, Refused, Src, build_trajectory, iter_jsonl
 
 FORMAT = "mooncake"
 DEFAULT_BLOCK_SIZE = 512
@@ -26,9 +26,7 @@ DEFAULT_BLOCK_SIZE = 512
 def import_file(path: Path, salt: str = "", block_size: int = DEFAULT_BLOCK_SIZE) -> list[Imported]:
     src = Src(path)
     sessions: list[list[BlockRequest]] = []
-    index: dict[tuple[int, int], int] = {}  # (prefix length, rolling hash) of a session's last full blocks
-    last_key: dict[int, tuple[int, int]] = {}
-    lasts: dict[int, list[Any]] = {}
+    extending = PrefixSessions(lambda block_id: block_id)  # a request extends its session's last full blocks
     for lineno, obj in iter_jsonl(path):
         s = src.at(lineno)
         s.expect(obj, dict, "$", "a Mooncake request object")
@@ -49,28 +47,12 @@ def import_file(path: Path, salt: str = "", block_size: int = DEFAULT_BLOCK_SIZE
         if isinstance(obj.get("timestamp"), (int, float)):
             rec["arrival_s"] = obj["timestamp"] / 1000.0
         req = BlockRequest(blocks=blocks, input_tokens=n_in, output_tokens=n_out, tool_time_s=None, recorded=rec)
-        # Longest session whose last full blocks prefix this request.
-        keys = []
-        h = 0
-        for i, x in enumerate(ids[:full]):
-            h = hash((h, x))
-            keys.append((i + 1, h))
-        target = None
-        for key in reversed(keys):
-            sid = index.get(key)
-            if sid is not None and lasts[sid] == list(ids[: key[0]]):
-                target = sid
-                break
+        target = extending.match(ids[:full])
         if target is None:
             target = len(sessions)
             sessions.append([])
-        else:
-            index.pop(last_key[target], None)
         sessions[target].append(req)
-        if keys:
-            index[keys[-1]] = target
-            last_key[target] = keys[-1]
-            lasts[target] = list(ids[:full])
+        extending.expect(target, list(ids[:full]))
     if not sessions:
         raise Refused(path, "", "no requests in the trace")
     texts = BlockText(salt)

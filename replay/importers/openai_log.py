@@ -26,6 +26,7 @@ import orjson
 from replay.importers._common import (
     Call,
     Imported,
+    PrefixSessions,
     Refused,
     Src,
     assistant_message,
@@ -160,22 +161,11 @@ def _parse(path: Path) -> list[_Req]:
     return reqs
 
 
-def _prefix_keys(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
-    """(length, rolling hash) of every prefix of a message list, one serialisation per message."""
-    keys = []
-    h = 0
-    for i, m in enumerate(messages):
-        h = hash((h, orjson.dumps(m, option=orjson.OPT_SORT_KEYS)))
-        keys.append((i + 1, h))
-    return keys
-
-
 def _group(reqs: list[_Req]) -> list[list[_Req]]:
     """Sessions by id field where a line has one, else by prefix extension (in order of first request)."""
     sessions: list[list[_Req]] = []
     by_id: dict[str, int] = {}
-    open_: dict[tuple[int, int], int] = {}  # key of an expected prefix (messages + response) → session
-    expected: dict[int, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+    extending = PrefixSessions(lambda m: orjson.dumps(m, option=orjson.OPT_SORT_KEYS))
     for r in reqs:
         if r.session is not None:
             if r.session not in by_id:
@@ -183,22 +173,12 @@ def _group(reqs: list[_Req]) -> list[list[_Req]]:
                 sessions.append([])
             sessions[by_id[r.session]].append(r)
             continue
-        target = None
-        for key in reversed(_prefix_keys(r.messages)):
-            sid = open_.get(key)
-            if sid is not None and expected[sid][1] == r.messages[: key[0]]:
-                target = sid
-                break
+        target = extending.match(r.messages)
         if target is None:
             target = len(sessions)
             sessions.append([])
-        else:
-            del open_[expected[target][0]]
         sessions[target].append(r)
-        nxt = [*r.messages, assistant_message(r.output)] if r.output else r.messages
-        key = _prefix_keys(nxt)[-1]
-        open_[key] = target
-        expected[target] = (key, nxt)
+        extending.expect(target, [*r.messages, assistant_message(r.output)] if r.output else r.messages)
     return sessions
 
 
