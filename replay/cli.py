@@ -247,8 +247,7 @@ def report(run_file: str, as_json: bool, truth_path: str | None) -> None:
     from replay.metrics import summarize
     from replay.records import read_run
     from replay.report import to_json, to_text
-    from replay.run import find_truth_log
-    from replay.truth_compare import compare, load_truth
+    from replay.truth_compare import compare, find_truth_log, load_truth
 
     try:
         data = read_run(run_file)

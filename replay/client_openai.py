@@ -266,8 +266,9 @@ class OpenAIChatClient:
             self._headers["Authorization"] = f"Bearer {key}"
         self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
         # While aiohttp's feed_data hook captures every body byte with its arrival time, a stream is read
-        # by waiting for its end (one wake-up per call); otherwise by reading it piece by piece.
-        self._captured = wire_stamps.install()
+        # by waiting for its end (one wake-up per call); after a capture misses bytes, piece by piece.
+        wire_stamps.install()
+        self._captured = True
 
     async def warm(self, connections: int) -> None:
         """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays

@@ -175,14 +175,3 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     if truth_log is not None and truth_log.exists():  # complete: the host has stopped
         summary["truth"] = compare(writer.data.requests, load_truth(truth_log))
     return RunResult(summary, writer.data.header, out)
-
-
-def find_truth_log(run_file: str | Path, header: dict[str, Any]) -> Path | None:
-    """The truth log a run file names, where it was written or beside the run file (moved together)."""
-    named = header.get("simulated_truth_log")
-    if not named:
-        return None
-    for candidate in (Path(named), Path(run_file).parent / Path(named).name):
-        if candidate.exists():
-            return candidate
-    return None

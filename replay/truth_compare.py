@@ -43,6 +43,17 @@ def load_truth(path: str | Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def find_truth_log(run_file: str | Path, header: dict[str, Any]) -> Path | None:
+    """The truth log a run file names, where it was written or beside the run file (moved together)."""
+    named = header.get("simulated_truth_log")
+    if not named:
+        return None
+    for candidate in (Path(named), Path(run_file).parent / Path(named).name):
+        if candidate.exists():
+            return candidate
+    return None
+
+
 def _spread(values: list[float] | np.ndarray) -> dict[str, float | int | None]:
     """Percentiles of absolute deviations (seconds), the worst one, and the median signed one (the bias)."""
     v = np.asarray(values, dtype=float)
@@ -89,7 +100,7 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
     ttft: list[float] = []
     token_parts: list[np.ndarray] = []
     itl_parts: list[np.ndarray] = []
-    matched = output_equal = cached_equal = cached_known = aligned = 0
+    matched = ok = output_equal = cached_equal = cached_known = aligned = 0
     queue: list[float] = []
     prefill: list[float] = []
     preemptions = 0
@@ -105,6 +116,7 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
             prefill.append(t["prefill_time"])
         if not rec.ok:
             continue
+        ok += 1
         output_equal += rec.output_tokens == t.get("output_tokens")
         if rec.cached_tokens is not None:
             cached_known += 1
@@ -116,7 +128,6 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
             aligned += 1
             token_parts.append(client - host)
             itl_parts.append(np.diff(client) - np.diff(host))
-    ok = sum(1 for r in requests if r.ok and r.id in truth)
     return {
         "requests": len(requests),
         "matched": matched,

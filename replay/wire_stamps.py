@@ -41,11 +41,11 @@ class Capture:
 _CAPTURES: dict[int, Capture] = {}  # id(reader) -> what it received so far
 
 
-def install() -> bool:
+def install() -> None:
     """Wrap ``StreamReader.feed_data`` to keep every piece it receives with its arrival time (idempotent)."""
     cls = streams.StreamReader
     if getattr(cls.feed_data, "_replay_capture", False):
-        return True
+        return
     original = cls.feed_data
 
     def feed_data(self: Any, data: bytes, *args: Any, **kwargs: Any) -> Any:
@@ -62,7 +62,6 @@ def install() -> bool:
 
     feed_data._replay_capture = True  # type: ignore[attr-defined]
     cls.feed_data = feed_data  # type: ignore[method-assign]
-    return True
 
 
 def take(reader: Any) -> Capture | None:
