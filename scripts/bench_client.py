@@ -19,11 +19,11 @@ import uuid
 import aiohttp
 
 from replay import event_loop
-from replay.client_openai import HostConfig, OpenAIChatClient
-from replay.embedded_host import embedded_host
-from replay.records import RequestRecord
-from replay.requests import RequestOptions, build_chat_body
-from replay.trajectory import Message
+from replay.clients.chat import HostConfig, OpenAIChatClient
+from replay.clients.requests import RequestOptions, build_chat_body
+from replay.jobs.embedded_host import embedded_host
+from replay.results.records import RequestRecord
+from replay.workload.trajectory import Message
 
 MESSAGE = Message(raw={}, wire=b'{"role":"user","content":"go"}', tokens=5)
 

@@ -179,7 +179,7 @@ def main() -> None:
     title = f"profile {args.profile}: {args.duration:g} s runs, {args.warmup:g} s warm-up ({mode})"
     workload = None
     if args.virtual:
-        from replay.trajectory import default_workload_path, load_workload
+        from replay.workload.trajectory import default_workload_path, load_workload
 
         workload = load_workload(args.trajectories or [default_workload_path()])
     run_dir = Path(args.runs_dir) if args.runs_dir else Path("replay-runs") / f"sweep-{out.name}"

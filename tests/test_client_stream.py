@@ -10,10 +10,10 @@ import orjson
 from aiohttp import web
 from conftest import serve_chat
 
-from replay.client_openai import HostConfig, OpenAIChatClient
-from replay.records import RequestRecord
-from replay.requests import RequestOptions, build_chat_body
-from replay.trajectory import Message
+from replay.clients.chat import HostConfig, OpenAIChatClient
+from replay.clients.requests import RequestOptions, build_chat_body
+from replay.results.records import RequestRecord
+from replay.workload.trajectory import Message
 
 
 def chunk(delta: dict | None = None, finish: str | None = None, **extra) -> bytes:
@@ -156,8 +156,8 @@ def test_read_by_read_summary_equals_the_event_by_event_one() -> None:
     """The byte-count fast path must give exactly what classifying every event gives, for any read boundaries."""
     import random
 
-    from replay.client_openai import interpret_chat_stream, summarize_chat_stream
-    from replay.sse import split_events
+    from replay.clients.chat import interpret_chat_stream, summarize_chat_stream
+    from replay.clients.sse import split_events
 
     stream = b"".join(
         [
@@ -212,7 +212,7 @@ async def test_a_long_stream_of_small_writes_is_read_to_the_end(crafted_server) 
 async def test_without_the_capture_hook_the_stream_is_still_read_whole(crafted_server, monkeypatch) -> None:
     # If aiohttp stops passing bytes through StreamReader.feed_data (a future version), the capture does not
     # account for the body: the call keeps what arrived and the client reads piece by piece from then on.
-    from replay import wire_stamps
+    from replay.clients import wire_stamps
 
     parts = [chunk({"role": "assistant", "content": ""}), *(chunk({"content": "t"}) for _ in range(5))]
     parts += [chunk({}, finish="stop"), USAGE, b"data: [DONE]\n\n"]
@@ -236,7 +236,7 @@ async def test_without_the_capture_hook_the_stream_is_still_read_whole(crafted_s
 
 
 async def test_the_clock_starts_when_the_request_bytes_leave(crafted_server) -> None:
-    from replay import wire_stamps
+    from replay.clients import wire_stamps
 
     url, runner = await crafted_server([chunk({"content": "a"}), chunk({}, finish="stop"), b"data: [DONE]\n\n"])
     msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
+from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD = ROOT / "trajectories" / "coding-agent-default.jsonl"

@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 from conftest import write_trajectory
 
-from replay.records import RequestRecord, read_run
-from replay.run import RunSpec, execute
-from replay.runner import LoadConfig
-from replay.sessions import ToolTimePolicy
+from replay.jobs.single_run import RunSpec, execute
+from replay.load.closed_loop import LoadConfig
+from replay.load.session import ToolTimePolicy
+from replay.results.records import RequestRecord, read_run
 
 # The module fixture may build llama-server (minutes, bounded by the script's own timeouts); test bodies
 # are bounded here (func_only: the fixture's build does not count against it).

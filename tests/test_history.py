@@ -6,12 +6,12 @@ from pathlib import Path
 
 from conftest import write_trajectory
 
-from replay.history import HistoryPolicy
-from replay.requests import RequestOptions, build_chat_body
-from replay.run import RunSpec, execute
-from replay.runner import LoadConfig
-from replay.sessions import ToolTimePolicy
-from replay.trajectory import load_workload
+from replay.clients.requests import RequestOptions, build_chat_body
+from replay.jobs.single_run import RunSpec, execute
+from replay.load.closed_loop import LoadConfig
+from replay.load.session import ToolTimePolicy
+from replay.workload.history import HistoryPolicy
+from replay.workload.trajectory import load_workload
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.importers import IMPORTERS, ImportFailure, Refused, detect_format, import_paths, write_canonical
-from replay.importers._blocks import BlockText, vocabulary
-from replay.tokens import get_tokenizer
-from replay.trajectory import load_workload
+from replay.workload.importers import IMPORTERS, ImportFailure, Refused, detect_format, import_paths, write_canonical
+from replay.workload.importers._blocks import BlockText, vocabulary
+from replay.workload.tokens import get_tokenizer
+from replay.workload.trajectory import load_workload
 
 ENC = get_tokenizer()
 

@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.importers import import_paths, write_canonical
-from replay.importers.openhands import _recall_text
-from replay.tokens import get_tokenizer
-from replay.trajectory import load_workload
+from replay.workload.importers import import_paths, write_canonical
+from replay.workload.importers.openhands import _recall_text
+from replay.workload.tokens import get_tokenizer
+from replay.workload.trajectory import load_workload
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "trajectories" / "real"
 if not REAL.is_dir():

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.inspect import load, summarize, to_text
-from replay.tokens import get_tokenizer
+from replay.workload.stats import load, summarize, to_text
+from replay.workload.tokens import get_tokenizer
 
 ENC = get_tokenizer()
 

@@ -11,13 +11,13 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.metrics import steady_window, summarize
-from replay.records import read_run
-from replay.report import to_json
-from replay.run import RunSpec, execute
-from replay.runner import LoadConfig
-from replay.sessions import ToolTimePolicy
-from replay.truth_compare import client_token_times, host_token_times
+from replay.jobs.single_run import RunSpec, execute
+from replay.load.closed_loop import LoadConfig
+from replay.load.session import ToolTimePolicy
+from replay.results.metrics import steady_window, summarize
+from replay.results.records import read_run
+from replay.results.text_report import to_json
+from replay.results.truth_compare import client_token_times, host_token_times
 
 TOLERANCE_S = 0.005
 

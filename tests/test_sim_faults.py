@@ -8,11 +8,11 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.embedded_host import embedded_host
-from replay.records import read_run
-from replay.run import RunSpec, execute
-from replay.runner import LoadConfig
-from replay.sessions import ToolTimePolicy
+from replay.jobs.embedded_host import embedded_host
+from replay.jobs.single_run import RunSpec, execute
+from replay.load.closed_loop import LoadConfig
+from replay.load.session import ToolTimePolicy
+from replay.results.records import read_run
 from replay.sim.faults import FaultPlan, FaultSpec
 from replay.sim.server import start_sim
 

@@ -14,7 +14,7 @@ from replay.sim.profiles import get_profile
 from replay.sim.prompt import PromptTokenizer
 from replay.sim.server import start_sim
 from replay.sim.wire import piece_text
-from replay.tokens import get_tokenizer
+from replay.workload.tokens import get_tokenizer
 
 CONTEXT = [
     {"role": "system", "content": "You are a careful coding agent. " * 20},

@@ -4,7 +4,7 @@ The sim runs in its own process (as ``replay run`` starts it; profile ``moe-8gpu
 and the client replays 64 sessions at once. Answers have different lengths and sessions pause for
 different tool times, so calls end and arrive spread out as an agent fleet's do (64 identical answers
 would end in one engine step, and the client's per-call work for all of them would hold its event loop
-for tens of milliseconds). The comparison is replay.truth_compare's, the one ``replay report`` prints.
+for tens of milliseconds). The comparison is replay.results.truth_compare's, the one ``replay report`` prints.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.embedded_host import embedded_host
-from replay.records import read_run
-from replay.run import RunSpec, execute
-from replay.runner import LoadConfig
-from replay.sessions import ToolTimePolicy
-from replay.truth_compare import client_token_times, compare, host_token_times, load_truth
+from replay.jobs.embedded_host import embedded_host
+from replay.jobs.single_run import RunSpec, execute
+from replay.load.closed_loop import LoadConfig
+from replay.load.session import ToolTimePolicy
+from replay.results.records import read_run
+from replay.results.truth_compare import client_token_times, compare, host_token_times, load_truth
 
 TOLERANCE_S = 0.005
 STREAMS = 64

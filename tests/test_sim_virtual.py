@@ -6,7 +6,7 @@ import pytest
 
 from replay.sim.profiles import get_profile
 from replay.sim.virtual import simulate
-from replay.trajectory import default_workload_path, load_workload
+from replay.workload.trajectory import default_workload_path, load_workload
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from replay.sim.wire import (
     piece_text,
     usage,
 )
-from replay.tokens import count_tokens
+from replay.workload.tokens import count_tokens
 
 
 def events(raw: bytes) -> list[dict]:

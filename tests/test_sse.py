@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from replay.sse import split_events
+from replay.clients.sse import split_events
 
 STREAM = (
     b": keep-alive\n\n"

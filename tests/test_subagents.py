@@ -8,11 +8,11 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.records import read_run
-from replay.run import RunSpec, execute
-from replay.runner import LoadConfig
-from replay.sessions import ToolTimePolicy
-from replay.trajectory import TrajectoryError, load_workload
+from replay.jobs.single_run import RunSpec, execute
+from replay.load.closed_loop import LoadConfig
+from replay.load.session import ToolTimePolicy
+from replay.results.records import read_run
+from replay.workload.trajectory import TrajectoryError, load_workload
 
 
 def _child_turns(tag: str, n: int, fresh: bool) -> list[dict]:
@@ -96,7 +96,7 @@ def test_imported_weka_trace_replays_its_subagents_concurrently(tmp_path: Path) 
     """The real Weka trace with subagents, imported and replayed: four subagents at once, each its own cache."""
     from conftest import SHARED
 
-    from replay.importers import import_paths, write_canonical
+    from replay.workload.importers import import_paths, write_canonical
 
     source = SHARED / "trajectories" / "real" / "weka" / "sample_trace_with_subagent.json"
     if not source.exists():

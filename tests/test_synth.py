@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.inspect import load
-from replay.synth import ProfileError, check_profile, figures, fit, load_profile, synthesize
-from replay.tokens import get_tokenizer
-from replay.trajectory import load_workload
+from replay.workload.stats import load
+from replay.workload.synth import ProfileError, check_profile, figures, fit, load_profile, synthesize
+from replay.workload.tokens import get_tokenizer
+from replay.workload.trajectory import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "trajectories" / "coding-agent-default.jsonl"
@@ -110,7 +110,7 @@ def test_sizes_are_exact() -> None:
     }
     rows = [orjson.loads(line) for line in synthesize(profile, 3, seed=0).splitlines()]
     path_rows = b"".join(orjson.dumps(r) + b"\n" for r in rows)
-    from replay.trajectory import MessageBuilder, parse_lines
+    from replay.workload.trajectory import MessageBuilder, parse_lines
 
     trajs = list(parse_lines("x", path_rows.splitlines(), MessageBuilder(get_tokenizer())))
     for t in trajs:

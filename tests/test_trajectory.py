@@ -8,8 +8,8 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
-from replay.trajectory import TrajectoryError, load_workload, output_as_message
+from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
+from replay.workload.trajectory import TrajectoryError, load_workload, output_as_message
 
 
 def _recount(messages: list[dict]) -> int:

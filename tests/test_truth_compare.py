@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from replay.records import RequestRecord
-from replay.truth_compare import TruthLogError, compare, load_truth
+from replay.results.records import RequestRecord
+from replay.results.truth_compare import TruthLogError, compare, load_truth
 
 
 def _record(rid: str, t_sent: float, chunks: list[float], **kw) -> RequestRecord:

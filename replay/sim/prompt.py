@@ -2,7 +2,7 @@
 
 Each message is ``[START, role, SEP] + content tokens + [END]`` (``MESSAGE_OVERHEAD_TOKENS`` framing
 tokens) and the prompt ends with the reply priming ``[START, assistant, SEP]`` (``REPLY_PRIMING_TOKENS``),
-so the prompt size is exactly what the client side estimates with ``replay.tokens``:
+so the prompt size is exactly what the client side estimates with ``replay.workload.tokens``:
 sum over messages of (content tokens + tool-call name+arguments tokens + 4) + 3.
 Framing ids lie above the text vocabulary and the role id differs per role, so equal text under
 different roles never hashes alike in the prefix cache.
@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 import orjson
 
-from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
+from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 T = TypeVar("T")
 INLINE_BYTES = 4096  # new message text up to this size is tokenised on the event loop (tens of microseconds)
@@ -46,7 +46,7 @@ def _frame_head(role: str) -> list[int]:
 # an assistant message) shares those tokens, as a real chat template does.
 REPLY_PRIMING = np.array(_frame_head("assistant"), dtype=np.int32)
 if len(REPLY_PRIMING) != REPLY_PRIMING_TOKENS or len(_frame_head("")) + 1 != MESSAGE_OVERHEAD_TOKENS:
-    raise ImportError("sim framing no longer matches replay.tokens' overhead constants; change both together")
+    raise ImportError("sim framing no longer matches replay.workload.tokens' overhead constants; change both together")
 
 
 def message_token_ids(message: Any, tokenizer: Tokenizer) -> np.ndarray:

@@ -20,8 +20,8 @@ import numpy as np
 from replay.sim.engine import FINISHED, EngineCore, Seq
 from replay.sim.profiles import SimProfile
 from replay.sim.prompt import REPLY_PRIMING, message_token_ids
-from replay.tokens import get_tokenizer
-from replay.trajectory import Trajectory, Workload
+from replay.workload.tokens import get_tokenizer
+from replay.workload.trajectory import Trajectory, Workload
 
 
 class _Prompts:

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from replay.tokens import REPLY_PRIMING_TOKENS, count_tokens, get_tokenizer
-from replay.trajectory import FORMAT_V1, message_tokens, output_as_message
+from replay.workload.tokens import REPLY_PRIMING_TOKENS, count_tokens, get_tokenizer
+from replay.workload.trajectory import FORMAT_V1, message_tokens, output_as_message
 
 # --------------------------------------------------------------------------------------------- errors
 

@@ -28,8 +28,16 @@ from typing import Any
 
 import orjson
 
-from replay.importers import CANONICAL, ImportFailure, Refused, detect_format, expand, import_files, write_canonical
-from replay.trajectory import Trajectory, Turn, load_workload
+from replay.workload.importers import (
+    CANONICAL,
+    ImportFailure,
+    Refused,
+    detect_format,
+    expand,
+    import_files,
+    write_canonical,
+)
+from replay.workload.trajectory import Trajectory, Turn, load_workload
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from replay.history import HistoryPolicy
-from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
+from replay.workload.history import HistoryPolicy
+from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 FORMAT_V1 = "replay.trajectory/1"
 ROLES = ("system", "user", "assistant", "tool")
@@ -425,8 +425,8 @@ def _check_spawns(trajectories: list[Trajectory]) -> None:
 
 def default_workload_path() -> Path:
     """The workload the project ships, used when no trajectories are named."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "trajectories", Path(sys.prefix) / "share" / "replay" / "trajectories"):
+    checkout = Path(__file__).resolve().parents[2]
+    for candidate in (checkout / "trajectories", Path(sys.prefix) / "share" / "replay" / "trajectories"):
         path = candidate / "coding-agent-default.jsonl"
         if path.exists():
             return path

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from replay.records import RequestRecord
+from replay.results.records import RequestRecord
 
 
 class TruthLogError(ValueError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.importers._common import (
+from replay.workload.importers._common import (
     Call,
     Imported,
     Refused,

@@ -1,4 +1,4 @@
-"""Reports: the summary of ``replay.metrics`` for people (a terminal table) and machines (JSON)."""
+"""Reports: the summary of ``replay.results.metrics`` for people (a terminal table) and machines (JSON)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
 
 
 def _truth_lines(tr: dict[str, Any]) -> list[str]:
-    """The client's figures against the simulated host's truth log (replay.truth_compare)."""
+    """The client's figures against the simulated host's truth log (replay.results.truth_compare)."""
 
     def dev(name: str, d: dict[str, Any]) -> str:
         if not d.get("n"):

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from replay.importers._common import Call, common_prefix, make_output
-from replay.tokens import DEFAULT_TOKENIZER, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
+from replay.workload.importers._common import Call, common_prefix, make_output
+from replay.workload.tokens import DEFAULT_TOKENIZER, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 # Neutral English words, each one cl100k token with a leading space (checked at load; the few that are not
 # are dropped). A fixed list rather than the tokenizer's vocabulary, which is web text and not all printable.

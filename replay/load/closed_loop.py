@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 from asyncio_throttle import Throttler
 
-from replay import wire_stamps
-from replay.client_openai import OpenAIChatClient
-from replay.records import RequestRecord, RunWriter, TaskRecord
-from replay.requests import RequestOptions
-from replay.sessions import SessionContext, ToolTimePolicy, replay_task
-from replay.trajectory import Trajectory, Workload
+from replay.clients import wire_stamps
+from replay.clients.chat import OpenAIChatClient
+from replay.clients.requests import RequestOptions
+from replay.load.session import SessionContext, ToolTimePolicy, replay_task
+from replay.results.records import RequestRecord, RunWriter, TaskRecord
+from replay.workload.trajectory import Trajectory, Workload
 
 CLIENT_SAMPLE_S = 5.0
 LAG_PROBE_S = 0.05

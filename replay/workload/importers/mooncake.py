@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.importers._blocks import BlockRequest, BlockText, block_calls
-from replay.importers._common import Imported, PrefixSessions, Refused, Src, build_trajectory, iter_jsonl
+from replay.workload.importers._blocks import BlockRequest, BlockText, block_calls
+from replay.workload.importers._common import Imported, PrefixSessions, Refused, Src, build_trajectory, iter_jsonl
 
 FORMAT = "mooncake"
 DEFAULT_BLOCK_SIZE = 512

@@ -105,7 +105,7 @@ class RunWriter:
     """Appends records to the run file, one flushed line each, and mirrors them in memory.
 
     The mirror (``data``) is what the live run summarises; ``replay report`` summarises the file.
-    Both go through ``replay.metrics.summarize``, so they print the same figures.
+    Both go through ``replay.results.metrics.summarize``, so they print the same figures.
     """
 
     def __init__(self, path: str | Path) -> None:

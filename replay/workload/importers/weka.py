@@ -18,8 +18,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.importers._blocks import BlockRequest, BlockText, block_calls
-from replay.importers._common import Imported, Refused, Src, build_trajectory, parse_time, read_json, unix_seconds
+from replay.workload.importers._blocks import BlockRequest, BlockText, block_calls
+from replay.workload.importers._common import (
+    Imported,
+    Refused,
+    Src,
+    build_trajectory,
+    parse_time,
+    read_json,
+    unix_seconds,
+)
 
 FORMAT = "weka"
 

@@ -17,15 +17,15 @@ import numpy
 import orjson
 
 from replay import __version__, event_loop
-from replay.client_openai import HostConfig, OpenAIChatClient
-from replay.embedded_host import embedded_host
-from replay.history import HistoryPolicy
-from replay.metrics import summarize
-from replay.records import RunWriter, clock_anchor
-from replay.requests import RequestOptions
-from replay.runner import LoadConfig, run_load
-from replay.trajectory import Workload, default_workload_path, load_workload
-from replay.truth_compare import compare, load_truth
+from replay.clients.chat import HostConfig, OpenAIChatClient
+from replay.clients.requests import RequestOptions
+from replay.jobs.embedded_host import embedded_host
+from replay.load.closed_loop import LoadConfig, run_load
+from replay.results.metrics import summarize
+from replay.results.records import RunWriter, clock_anchor
+from replay.results.truth_compare import compare, load_truth
+from replay.workload.history import HistoryPolicy
+from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
 SECRET_HINTS = ("key", "token", "secret", "auth", "password")
 SIM_MODEL = "replay-sim"

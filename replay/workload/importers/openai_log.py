@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from replay.importers._common import (
+from replay.workload.importers._common import (
     Call,
     Imported,
     PrefixSessions,

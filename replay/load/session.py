@@ -16,10 +16,10 @@ from time import perf_counter
 
 from asyncio_throttle import Throttler
 
-from replay.client_openai import OpenAIChatClient
-from replay.records import RequestRecord, TaskRecord
-from replay.requests import RequestOptions, build_chat_body
-from replay.trajectory import CountedContext, Message, MessageBuilder, Trajectory
+from replay.clients.chat import OpenAIChatClient
+from replay.clients.requests import RequestOptions, build_chat_body
+from replay.results.records import RequestRecord, TaskRecord
+from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Trajectory
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from replay.records import RequestRecord, RunData, TaskRecord
+from replay.results.records import RequestRecord, RunData, TaskRecord
 
 US = 1_000_000  # seconds → microseconds for latency histograms
 TPS_SCALE = 1000  # tokens/s → milli-tokens/s for speed histograms

@@ -18,7 +18,7 @@ byte-identical output. Quantities (token counts are the loader's: cl100k content
 - ``subagents``: probability per turn of spawning a fresh subagent, and its turns and first-call size.
 
 Quantities are sampled independently (per trajectory or per turn): correlations of the source (long
-trajectories with large observations) are not kept. Text comes from :mod:`replay.importers._blocks`: one
+trajectories with large observations) are not kept. Text comes from :mod:`replay.workload.importers._blocks`: one
 cl100k token per word, so every message has exactly the sampled size, and it is drawn per trajectory id
 and seed, so different trajectories never share text except the system prompt (shared by all, as one
 agent's would be).
@@ -37,9 +37,9 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from replay.importers._blocks import BlockText
-from replay.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
-from replay.trajectory import FORMAT_V1, Trajectory
+from replay.workload.importers._blocks import BlockText
+from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
+from replay.workload.trajectory import FORMAT_V1, Trajectory
 
 PROFILE_FORMAT = "replay.profile/1"
 QUANTILES = 21
@@ -144,11 +144,11 @@ def fit(trajectories: list[Trajectory], name: str = "fitted", quantiles: int = Q
 
 def profiles_dir() -> Path:
     """Where the shipped profiles live (``trajectories/profiles`` of the checkout)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "trajectories", Path(sys.prefix) / "share" / "replay" / "trajectories"):
+    checkout = Path(__file__).resolve().parents[2]
+    for candidate in (checkout / "trajectories", Path(sys.prefix) / "share" / "replay" / "trajectories"):
         if (candidate / "profiles").is_dir():
             return candidate / "profiles"
-    return here.parent / "trajectories" / "profiles"
+    return checkout / "trajectories" / "profiles"
 
 
 def load_profile(name_or_path: str | Path) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from typing import IO, Any
 
 import orjson
 
-from replay.importers import claude_code, mini_swe_agent, mooncake, openai_log, openhands, swe_agent, weka
-from replay.importers._common import Imported, ImportFailure, Refused, read_json
-from replay.trajectory import FORMAT_V1
+from replay.workload.importers import claude_code, mini_swe_agent, mooncake, openai_log, openhands, swe_agent, weka
+from replay.workload.importers._common import Imported, ImportFailure, Refused, read_json
+from replay.workload.trajectory import FORMAT_V1
 
 IMPORTERS: dict[str, Callable[..., list[Imported]]] = {
     "swe-agent": swe_agent.import_file,

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from replay.trajectory import Message
+from replay.workload.trajectory import Message
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-from replay import wire_stamps
-from replay.records import RequestRecord
-from replay.sse import Event, split_events
+from replay.clients import wire_stamps
+from replay.clients.sse import Event, split_events
+from replay.results.records import RequestRecord
 
 
 @dataclass(frozen=True, slots=True)

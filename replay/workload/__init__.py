@@ -1,0 +1,1 @@
+"""The workload: recorded agent trajectories loaded, validated and counted once; importers, statistics, synth."""
