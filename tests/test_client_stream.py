@@ -1,4 +1,4 @@
-"""The OpenAI chat client over real HTTP, against a server that sends crafted SSE bytes."""
+"""The OpenAI chat flavour over real HTTP, against a server that sends crafted SSE bytes."""
 
 from __future__ import annotations
 
@@ -10,10 +10,14 @@ import orjson
 from aiohttp import web
 from conftest import serve_chat
 
-from replay.clients.chat import HostConfig, OpenAIChatClient
-from replay.clients.requests import RequestOptions, build_chat_body
+from replay.clients.client import make_client
+from replay.clients.flavour import RequestOptions
+from replay.clients.host import HostConfig
+from replay.clients.transport import Transport
 from replay.results.records import RequestRecord
 from replay.workload.trajectory import Message
+
+MSG = Message(raw={"role": "user", "content": "hi"}, wire=b'{"role":"user","content":"hi"}', tokens=5)
 
 
 def chunk(delta: dict | None = None, finish: str | None = None, **extra) -> bytes:
@@ -39,13 +43,15 @@ USAGE = (
 )
 
 
-async def call(base_url: str, options: RequestOptions | None = None) -> RequestRecord:
+async def call(
+    base_url: str, options: RequestOptions | None = None, host: HostConfig | None = None, max_tokens: int = 5
+) -> RequestRecord:
     options = options or RequestOptions(model="m")
-    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
-    body = build_chat_body([msg], 5, options, options.fixed_fields())
+    host = host or HostConfig(base_url, "m")
     rec = RequestRecord(id="req-1", session=0, task=0, trajectory="t", turn=0)
-    async with aiohttp.ClientSession() as http:
-        await OpenAIChatClient(HostConfig(base_url, "m"), http).call(body, rec)
+    async with Transport(host) as transport:
+        client = make_client(host, options, transport)
+        await client.call(client.render([MSG], max_tokens, None), rec)
     return rec
 
 
@@ -153,12 +159,13 @@ async def test_connection_refused_is_a_connect_error() -> None:
 
 
 def test_read_by_read_summary_equals_the_event_by_event_one() -> None:
-    """The byte-count fast path must give exactly what classifying every event gives, for any read boundaries."""
+    """The byte-count fast paths must give exactly what decoding every event gives, for any read boundaries."""
     import random
 
-    from replay.clients.chat import interpret_chat_stream, summarize_chat_stream
-    from replay.clients.sse import split_events
+    from replay.clients.chat import ChatFlavour
+    from replay.clients.stream import interpret
 
+    flavour = ChatFlavour(RequestOptions(model="m"))
     stream = b"".join(
         [
             b": keep-alive\n\n",
@@ -178,14 +185,13 @@ def test_read_by_read_summary_equals_the_event_by_event_one() -> None:
         cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(1, 60)))
         reads = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
         times = [float(i) for i in range(len(reads))]
-        fast, leftover = summarize_chat_stream(reads, times, 0.0)
-        events, slow_leftover = split_events(reads, times)
-        slow = interpret_chat_stream(events, 0.0)
+        fast = interpret(flavour, reads, times, 0.0)
+        slow = interpret(flavour, reads, times, 0.0, collect=True)  # every event decoded
         assert (fast.events, fast.first_token, fast.first_answer, fast.last_token) == (
             slow.events, slow.first_token, slow.first_answer, slow.last_token
         )  # fmt: skip
-        assert fast.chunks == slow.chunks and fast.usage == slow.usage and fast.done == slow.done
-        assert fast.finish_reason == slow.finish_reason and leftover == slow_leftover
+        assert fast.chunks == slow.chunks and fast.usage == slow.usage and fast.ended == slow.ended
+        assert fast.finish_reason == slow.finish_reason and fast.malformed is None is slow.malformed
         assert fast.events == 5 + 40 + 1 + 1 + 5
 
 
@@ -196,13 +202,8 @@ async def test_a_long_stream_of_small_writes_is_read_to_the_end(crafted_server) 
     n = 6000
     parts = [chunk({"content": "x"}) for _ in range(n)] + [chunk({}, finish="length"), b"data: [DONE]\n\n"]
     url, runner = await crafted_server(parts)
-    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
-    options = RequestOptions(model="m")
-    rec = RequestRecord(id="long", session=0, task=0, trajectory="t", turn=0)
     try:
-        async with aiohttp.ClientSession() as http:
-            client = OpenAIChatClient(HostConfig(url, "m", request_timeout_s=20.0, stall_timeout_s=5.0), http)
-            await client.call(build_chat_body([msg], n, options, options.fixed_fields()), rec)
+        rec = await call(url, host=HostConfig(url, "m", request_timeout_s=20.0, stall_timeout_s=5.0), max_tokens=n)
     finally:
         await runner.cleanup()
     assert rec.error is None, rec.error_detail
@@ -218,15 +219,14 @@ async def test_without_the_capture_hook_the_stream_is_still_read_whole(crafted_s
     parts += [chunk({}, finish="stop"), USAGE, b"data: [DONE]\n\n"]
     url, runner = await crafted_server(parts)
     monkeypatch.setattr(wire_stamps, "take", lambda reader: None)
-    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
-    options = RequestOptions(model="m")
-    body = build_chat_body([msg], 5, options, options.fixed_fields())
+    host = HostConfig(url, "m")
     recs = [RequestRecord(id=f"r{i}", session=0, task=0, trajectory="t", turn=i) for i in range(2)]
     try:
-        async with aiohttp.ClientSession() as http:
-            client = OpenAIChatClient(HostConfig(url, "m"), http)
+        async with Transport(host) as transport:
+            client = make_client(host, RequestOptions(model="m"), transport)
+            body = client.render([MSG], 5, None)
             await client.call(body, recs[0])
-            assert client._captured is False
+            assert transport._captured is False
             await client.call(body, recs[1])
     finally:
         await runner.cleanup()
@@ -236,19 +236,19 @@ async def test_without_the_capture_hook_the_stream_is_still_read_whole(crafted_s
 
 
 async def test_the_clock_starts_when_the_request_bytes_leave(crafted_server) -> None:
-    from replay.clients import wire_stamps
 
     url, runner = await crafted_server([chunk({"content": "a"}), chunk({}, finish="stop"), b"data: [DONE]\n\n"])
-    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
-    options = RequestOptions(model="m")
-    body = build_chat_body([msg], 1, options, options.fixed_fields())
+    host = HostConfig(url, "m")
     traced = RequestRecord(id="traced", session=0, task=0, trajectory="t", turn=0)
     plain = RequestRecord(id="plain", session=0, task=0, trajectory="t", turn=0)
     try:
-        async with aiohttp.ClientSession(trace_configs=[wire_stamps.trace_config()]) as http:
-            await OpenAIChatClient(HostConfig(url, "m"), http).call(body, traced)
-        async with aiohttp.ClientSession() as http:  # no trace: the clock starts just before the call is made
-            await OpenAIChatClient(HostConfig(url, "m"), http).call(body, plain)
+        async with Transport(host) as transport:
+            client = make_client(host, RequestOptions(model="m"), transport)
+            body = client.render([MSG], 1, None)
+            await client.call(body, traced)
+            await transport.http.close()
+            transport.http = aiohttp.ClientSession()  # no trace: the clock starts just before the call is made
+            await client.call(body, plain)
     finally:
         await runner.cleanup()
     # With the trace, t_sent comes after opening the connection (this session had none open) and before the
@@ -272,13 +272,8 @@ async def test_a_stream_that_never_ends_times_out_with_what_came_kept() -> None:
         return resp
 
     url, runner = await serve_chat(handler)
-    msg = Message(raw={}, wire=b'{"role":"user","content":"hi"}', tokens=5)
-    options = RequestOptions(model="m")
-    rec = RequestRecord(id="slow", session=0, task=0, trajectory="t", turn=0)
     try:
-        async with aiohttp.ClientSession() as http:
-            host = HostConfig(url, "m", request_timeout_s=0.5, stall_timeout_s=5.0)
-            await OpenAIChatClient(host, http).call(build_chat_body([msg], 5, options, options.fixed_fields()), rec)
+        rec = await call(url, host=HostConfig(url, "m", request_timeout_s=0.5, stall_timeout_s=5.0))
     finally:
         await runner.cleanup()
     assert rec.error == "timeout"

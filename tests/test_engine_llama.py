@@ -34,7 +34,7 @@ from conftest import write_trajectory
 
 from replay.jobs.single_run import RunSpec, execute
 from replay.load.closed_loop import LoadConfig
-from replay.load.session import ToolTimePolicy
+from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import RequestRecord, read_run
 
 # The module fixture may build llama-server (minutes, bounded by the script's own timeouts); test bodies

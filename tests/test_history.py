@@ -6,10 +6,11 @@ from pathlib import Path
 
 from conftest import write_trajectory
 
-from replay.clients.requests import RequestOptions, build_chat_body
+from replay.clients.chat import ChatFlavour
+from replay.clients.flavour import RequestOptions
 from replay.jobs.single_run import RunSpec, execute
 from replay.load.closed_loop import LoadConfig
-from replay.load.session import ToolTimePolicy
+from replay.load.tool_time import ToolTimePolicy
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import load_workload
 
@@ -34,8 +35,8 @@ def _second_request(path: Path, policy: HistoryPolicy) -> dict:
     traj = load_workload([path], policy=policy).trajectories[0]
     t0, t1 = traj.turns
     context = [*t0.append, t0.output_message, *t1.append]
-    opts = RequestOptions(model="m")
-    return orjson.loads(build_chat_body(context, t1.output_tokens, opts, opts.fixed_fields(), traj.tools_wire))
+    tools = traj.tools if policy.tool_calls == "native" else None  # as sessions send them
+    return orjson.loads(ChatFlavour(RequestOptions(model="m")).body(context, t1.output_tokens, tools, None))
 
 
 def test_native_tool_calls_and_stripped_reasoning_by_default(tmp_path: Path) -> None:

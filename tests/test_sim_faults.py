@@ -11,7 +11,7 @@ from conftest import simple_turns, write_trajectory
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.single_run import RunSpec, execute
 from replay.load.closed_loop import LoadConfig
-from replay.load.session import ToolTimePolicy
+from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import read_run
 from replay.sim.faults import FaultPlan, FaultSpec
 from replay.sim.server import start_sim
@@ -68,7 +68,7 @@ EXPECTED_CLASS = {
     "503": "http_5xx",
     "drop": "disconnect",
     "stall": "timeout",
-    "malformed": "stream_error",
+    "malformed": "malformed_stream",
     "no_usage": None,
     "bad_usage": None,
     None: None,

@@ -27,15 +27,25 @@ import aiohttp
 from aiohttp import streams
 
 
+class ResponseTooLarge(Exception):
+    """A response body grew past its limit; what came before the limit is kept."""
+
+
 class Capture:
     """The body of one response as it arrived: pieces, their arrival times, and the bytes they hold."""
 
-    __slots__ = ("reads", "times", "total")
+    __slots__ = ("limit", "over", "reads", "times", "total")
 
     def __init__(self) -> None:
         self.reads: list[bytes] = []
         self.times: list[float] = []
         self.total = 0
+        self.limit = _PRE_WATCH_LIMIT
+        self.over = False  # the body passed ``limit``: later bytes are dropped unread
+
+
+# Before a call names its limit (``watch``) only what came with the headers is captured: never the limit's business.
+_PRE_WATCH_LIMIT = 1 << 62
 
 
 _CAPTURES: dict[int, Capture] = {}  # id(reader) -> what it received so far
@@ -53,8 +63,13 @@ def install() -> None:
             t = perf_counter()
             key = id(self)
             cap = _CAPTURES.get(key)
-            if cap is None or cap.total != self.total_bytes:  # a new reader, or a stale id reused
+            if cap is None or (cap.total != self.total_bytes and not cap.over):  # a new reader, or a stale id reused
                 cap = _CAPTURES[key] = Capture()
+            if cap.over:
+                return None  # past the limit: the bytes go nowhere, and the reader has already failed
+            if cap.total + len(data) > cap.limit:
+                _cut(self, cap)
+                return None
             cap.reads.append(data)
             cap.times.append(t)
             cap.total += len(data)
@@ -64,11 +79,28 @@ def install() -> None:
     cls.feed_data = feed_data  # type: ignore[method-assign]
 
 
+def _cut(reader: Any, cap: Capture) -> None:
+    cap.over = True
+    reader.set_exception(ResponseTooLarge(f"the response passed {cap.limit:,} bytes"))
+
+
+def watch(reader: Any, limit: int) -> None:
+    """Cut the body of ``reader`` once it passes ``limit`` bytes: its reader then raises ResponseTooLarge."""
+    cap = _CAPTURES.get(id(reader))
+    if cap is None or cap.total != getattr(reader, "total_bytes", -1):
+        if getattr(reader, "total_bytes", 0):
+            return  # the hook missed bytes: the capture will not be trusted, and the client reads (and cuts) itself
+        cap = _CAPTURES[id(reader)] = Capture()
+    cap.limit = limit
+    if cap.total > limit:
+        _cut(reader, cap)
+
+
 def take(reader: Any) -> Capture | None:
     """What one reader received, removed from the table (call once done with the response); None if the
     capture is missing or does not account for exactly the bytes the reader received."""
     cap = _CAPTURES.pop(id(reader), None)
-    if cap is None or cap.total != getattr(reader, "total_bytes", -1):
+    if cap is None or (cap.total != getattr(reader, "total_bytes", -1) and not cap.over):
         return None
     return cap
 

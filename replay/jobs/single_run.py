@@ -17,8 +17,10 @@ import numpy
 import orjson
 
 from replay import __version__, event_loop
-from replay.clients.chat import HostConfig, OpenAIChatClient
-from replay.clients.requests import RequestOptions
+from replay.clients.client import make_client, make_flavour
+from replay.clients.flavour import RequestOptions
+from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig
+from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
 from replay.load.closed_loop import LoadConfig, run_load
 from replay.results.metrics import summarize
@@ -42,12 +44,16 @@ class RunSpec:
     trajectories: list[str] = field(default_factory=list)
     host: str | None = None
     model: str | None = None
+    api: str = "chat"  # chat | completions | responses | anthropic
     api_key_env: str = "OPENAI_API_KEY"
     load: LoadConfig = field(default_factory=LoadConfig)
     force_output_length: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
     stall_timeout_s: float = 120.0
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    cache_control: str = "none"  # anthropic: none | auto
+    responses_state: str = "none"  # responses: none | previous
     out: str | None = None
     sim_profile: str = "default"
     sim_truth_log: str | None = None
@@ -126,8 +132,22 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
             model = spec.model or (SIM_MODEL if sim_profile else event_loop.run(detect_model(base_url)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
-            host = HostConfig(base_url, model, spec.api_key_env, spec.request_timeout_s, spec.stall_timeout_s)
-            options = RequestOptions(model, True, spec.force_output_length, spec.extra_body)
+            host = HostConfig(
+                base_url,
+                model,
+                spec.api,
+                spec.api_key_env,
+                spec.request_timeout_s,
+                spec.stall_timeout_s,
+                spec.max_response_bytes,
+            )
+            options = RequestOptions(
+                model, spec.force_output_length, spec.extra_body, spec.cache_control, spec.responses_state
+            )
+            try:
+                make_flavour(spec.api, options)  # an unknown flavour fails here, before the header is written
+            except ValueError as exc:
+                raise RunError(str(exc)) from None
             writer.header(
                 {
                     "replay_version": __version__,
@@ -140,6 +160,8 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                     "request": {
                         "history": spec.history.public(),
                         "force_output_length": spec.force_output_length,
+                        "cache_control": spec.cache_control,
+                        "responses_state": spec.responses_state,
                         "extra_body": _redact(spec.extra_body),
                     },
                     "load": spec.load.public(),
@@ -157,8 +179,8 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                 footer = event_loop.run(
                     run_load(
                         workload,
-                        lambda http: OpenAIChatClient(host, http),
-                        options,
+                        lambda transport: make_client(host, options, transport),
+                        Transport(host),
                         spec.load,
                         writer,
                         progress=spec.progress,

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-import aiohttp
 from asyncio_throttle import Throttler
 
-from replay.clients import wire_stamps
-from replay.clients.chat import OpenAIChatClient
-from replay.clients.requests import RequestOptions
-from replay.load.session import SessionContext, ToolTimePolicy, replay_task
+from replay.clients.client import HostClient
+from replay.clients.transport import Transport
+from replay.load.session import SessionContext, replay_task
+from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import RequestRecord, RunWriter, TaskRecord
 from replay.workload.trajectory import Trajectory, Workload
 
@@ -110,8 +109,8 @@ class _ClientMonitor:
 
 async def run_load(
     workload: Workload,
-    client_factory: Callable[[aiohttp.ClientSession], OpenAIChatClient],
-    options: RequestOptions,
+    client_factory: Callable[[Transport], HostClient],
+    transport: Transport,
     load: LoadConfig,
     writer: RunWriter,
     on_request: Callable[[RequestRecord], None] | None = None,
@@ -147,17 +146,9 @@ async def run_load(
         state.tasks += rec.complete
 
     salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
-    connector = aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True)
-    session = aiohttp.ClientSession(
-        connector=connector,
-        auto_decompress=False,
-        trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
-    )
-    async with session as http:
+    async with transport:
         ctx = SessionContext(
-            client=client_factory(http),
-            options=options,
-            fixed_fields=options.fixed_fields(),
+            client=client_factory(transport),
             tool_time=load.tool_time,
             stop=stop,
             on_request=request_done,

@@ -16,53 +16,17 @@ from time import perf_counter
 
 from asyncio_throttle import Throttler
 
-from replay.clients.chat import OpenAIChatClient
-from replay.clients.requests import RequestOptions, build_chat_body
+from replay.clients.client import HostClient
+from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import RequestRecord, TaskRecord
 from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Trajectory
-
-
-@dataclass(frozen=True, slots=True)
-class ToolTimePolicy:
-    """How long the agent pauses between calls: ``recorded | scale:X | fixed:S | none``."""
-
-    kind: str = "recorded"
-    value: float = 1.0
-
-    @classmethod
-    def parse(cls, spec: str) -> ToolTimePolicy:
-        kind, _, arg = spec.strip().partition(":")
-        if kind in ("recorded", "none") and not arg:
-            return cls(kind, 1.0 if kind == "recorded" else 0.0)
-        if kind in ("scale", "fixed") and arg:
-            try:
-                value = float(arg)
-            except ValueError:
-                value = -1.0
-            if value >= 0:
-                return cls(kind, value)
-        raise ValueError(f"tool time policy {spec!r}: expected recorded, none, scale:X or fixed:SECONDS (X, S >= 0)")
-
-    def pause(self, recorded_s: float) -> float:
-        if self.kind == "recorded":
-            return recorded_s
-        if self.kind == "scale":
-            return recorded_s * self.value
-        if self.kind == "fixed":
-            return self.value
-        return 0.0
-
-    def __str__(self) -> str:
-        return self.kind if self.kind in ("recorded", "none") else f"{self.kind}:{self.value:g}"
 
 
 @dataclass(slots=True)
 class SessionContext:
     """What every session of a run shares: the client, request options and where records go."""
 
-    client: OpenAIChatClient
-    options: RequestOptions
-    fixed_fields: bytes
+    client: HostClient
     tool_time: ToolTimePolicy
     stop: asyncio.Event
     on_request: Callable[[RequestRecord], None]
@@ -129,6 +93,9 @@ async def _replay_agent(
     base = base or []
     context = CountedContext(base)
     live = ctx.builder is not None and ctx.builder.policy.output == "live"
+    conversation = ctx.client.new_conversation()
+    native = ctx.builder is None or ctx.builder.policy.tool_calls == "native"
+    tools = traj.tools if native else None  # flattened to text, tool calls need no schemas
     for turn in traj.turns:
         if ctx.stop.is_set():
             return
@@ -139,7 +106,7 @@ async def _replay_agent(
             context.truncate(len(base) + turn.truncate_to)  # a forked subagent truncates only its own messages
         reusable = context.tokens  # the previous request plus its output (or the inherited base)
         context.extend(append)
-        body = build_chat_body(context.messages, turn.output_tokens, ctx.options, ctx.fixed_fields, traj.tools_wire)
+        body = ctx.client.render(context.messages, turn.output_tokens, tools, conversation)
         rec = RequestRecord(
             id=uuid.uuid4().hex,
             session=slot,
@@ -151,11 +118,11 @@ async def _replay_agent(
             max_tokens=turn.output_tokens,
             parent=parent,
         )
-        answer: dict[str, str] | None = {} if live else None
+        answer: dict[str, str] | None = None
         if ctx.throttle is not None:
             await ctx.throttle.acquire()  # waiting here is the client's doing: before t_call, outside model time
         try:
-            await ctx.client.call(body, rec, answer)
+            answer = await ctx.client.call(body, rec, conversation, context.messages, collect=live)
         finally:
             tally.calls += 1
             tally.errors += rec.error is not None

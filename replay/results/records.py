@@ -42,10 +42,12 @@ class RequestRecord:
     status: int | None = None  # HTTP status
     error: str | None = None  # error class; None when the call succeeded
     error_detail: str | None = None
-    prompt_tokens: int | None = None  # as the host reported them (None: not reported)
+    prompt_tokens: int | None = None  # as the host reported them (None: not reported); all input, cached included
     cached_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_write_tokens: int | None = None  # input written to the host's cache (Anthropic, some OpenAI-style hosts)
+    usage_raw: str | None = None  # the host's usage as text, kept when its counts were rejected (bad_usage)
     prompt_tokens_est: int = 0  # client-side count (replay's tokenizer)
     reusable_prefix_tokens: int = 0  # client-side reusable prefix (replay's tokenizer)
     max_tokens: int = 0
@@ -57,6 +59,8 @@ class RequestRecord:
     parent: str | None = None  # for a subagent's call: the trajectory that spawned it
     t_call: float | None = None  # the client began the call; t_sent - t_call is its own wait (and connecting)
     retries: int = 0  # resent once on a fresh connection when a kept-alive one turned out closed
+    served: dict[str, Any] | None = None  # what the host says served it: model, tier, provider, fingerprint, id
+    headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
 
     @property
     def ok(self) -> bool:

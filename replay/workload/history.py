@@ -51,7 +51,7 @@ class HistoryPolicy:
             flat["content"] = f"{text}\n{calls}" if text else calls
             return flat
         if msg.get("role") == "tool":
-            return {"role": "user", "content": f"<tool_result>\n{_text(msg.get('content'))}\n</tool_result>"}
+            return {"role": "user", "content": f"<tool_result>\n{content_text(msg.get('content'))}\n</tool_result>"}
         return msg
 
     def output_message(self, output: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +66,10 @@ class HistoryPolicy:
         return self.render(msg)
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the string texts of a list of parts, joined."""
+    if isinstance(content, str):
+        return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""

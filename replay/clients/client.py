@@ -1,0 +1,141 @@
+"""A host client: one flavour over the shared transport, turning a call into exactly one filled record.
+
+Sessions hand it messages and get a record back; whatever the host sends, the call ends as a success only when its
+stream was understood to its end, and otherwise as one classified error (``replay.clients.errors``), never as an
+exception. The API key is scrubbed from everything the host sends back before it reaches a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from replay.clients.anthropic import AnthropicFlavour
+from replay.clients.chat import ChatFlavour
+from replay.clients.completions import CompletionsFlavour
+from replay.clients.errors import http_error_class
+from replay.clients.flavour import Conversation, Flavour, RequestOptions
+from replay.clients.host import HostConfig
+from replay.clients.responses import ResponsesFlavour
+from replay.clients.stream import YIELD_BYTES, StreamState, interpret, interpret_steps
+from replay.clients.transport import Received, Transport
+from replay.clients.usage import excerpt
+from replay.results.records import RequestRecord
+from replay.workload.trajectory import Message
+
+FLAVOURS: dict[str, type[Flavour]] = {
+    "chat": ChatFlavour,
+    "completions": CompletionsFlavour,
+    "responses": ResponsesFlavour,
+    "anthropic": AnthropicFlavour,
+}
+
+
+def make_flavour(api: str, options: RequestOptions) -> Flavour:
+    try:
+        return FLAVOURS[api](options)
+    except KeyError:
+        raise ValueError(f"unknown API flavour {api!r}; expected one of {', '.join(FLAVOURS)}") from None
+
+
+class HostClient:
+    """Renders requests in one flavour and sends them over one transport."""
+
+    def __init__(self, host: HostConfig, flavour: Flavour, transport: Transport) -> None:
+        self.host = host
+        self.flavour = flavour
+        self.transport = transport
+        self.url = host.base_url.rstrip("/") + flavour.path
+        self._key = host.api_key()
+        self._headers = flavour.headers(self._key)
+
+    def render(
+        self,
+        context: Sequence[Message],
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None,
+        conversation: Conversation | None = None,
+    ) -> bytes:
+        return self.flavour.body(context, max_tokens, tools, conversation)
+
+    def new_conversation(self) -> Conversation | None:
+        return self.flavour.new_conversation()
+
+    async def warm(self, connections: int) -> None:
+        await self.transport.warm(self.host.base_url.rstrip("/") + "/models", self._headers, connections)
+
+    async def call(
+        self,
+        body: bytes,
+        rec: RequestRecord,
+        conversation: Conversation | None = None,
+        context: Sequence[Message] = (),
+        collect: bool = False,
+    ) -> dict[str, str] | None:
+        """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen. With ``collect``,
+        returns the host's answer text (for live history)."""
+        got = Received()
+        try:
+            await self.transport.post(self.url, body, {**self._headers, "X-Request-Id": rec.id}, rec, got)
+        except asyncio.CancelledError:
+            self._fill(rec, got, interpret(self.flavour, got.reads, got.times, rec.t_sent))
+            raise
+        if rec.status is not None and rec.status != 200 and rec.error is None:
+            rec.error = http_error_class(rec.status, got.refusal)
+            rec.error_detail = self._scrub(excerpt(got.refusal))
+            self._headers_to(rec, got)
+            self.flavour.after_call(conversation, None, context)
+            return None
+        st = await self._interpret(got, rec.t_sent, collect)
+        self._fill(rec, got, st)
+        self.flavour.after_call(conversation, st if rec.error is None else None, context)
+        if collect and st.text is not None:
+            return {"content": "".join(st.text), "reasoning": "".join(st.reasoning_text or ())}
+        return None
+
+    async def _interpret(self, got: Received, t_sent: float, collect: bool) -> StreamState:
+        """The stream's figures; a large one is read in slices with the event loop let run between them."""
+        if sum(map(len, got.reads)) <= YIELD_BYTES:
+            return interpret(self.flavour, got.reads, got.times, t_sent, collect)
+        st = StreamState()
+        for st in interpret_steps(self.flavour, got.reads, got.times, t_sent, collect):  # noqa: B007
+            await asyncio.sleep(0)
+        return st
+
+    def _fill(self, rec: RequestRecord, got: Received, st: StreamState) -> None:
+        rec.t_first_token, rec.t_first_answer, rec.t_last_token = st.first_token, st.first_answer, st.last_token
+        rec.output_events, rec.chunks, rec.finish_reason = st.events, st.chunks, st.finish_reason
+        u = st.usage
+        if u is not None:
+            rec.prompt_tokens, rec.cached_tokens, rec.cache_write_tokens = u.prompt, u.cached, u.cache_write
+            rec.output_tokens, rec.reasoning_tokens = u.output, u.reasoning
+            if u.problem:
+                rec.usage_raw = self._scrub(u.raw or "")
+        rec.server_timings = st.timings
+        if st.served or st.response_id:
+            rec.served = {**st.served, **({"id": st.response_id} if st.response_id else {})}
+        self._headers_to(rec, got)
+        if rec.error is not None:
+            return
+        failed = self.flavour.outcome(st, b"" if st.ended else self._tail(got))
+        if failed is not None:
+            rec.error, detail = failed
+            rec.error_detail = self._scrub(detail)
+
+    @staticmethod
+    def _tail(got: Received) -> bytes:
+        return got.reads[-1][-200:] if got.reads else b""
+
+    def _headers_to(self, rec: RequestRecord, got: Received) -> None:
+        if got.headers:
+            rec.headers = {k: self._scrub(v) for k, v in got.headers.items()}
+
+    def _scrub(self, text: str) -> str:
+        """The API key never reaches a record, even when a host echoes it back."""
+        return text.replace(self._key, "***") if self._key and self._key in text else text
+
+
+def make_client(host: HostConfig, options: RequestOptions, transport: Transport) -> HostClient:
+    """The client for ``host`` in its flavour, over ``transport``."""
+    return HostClient(host, make_flavour(host.api, options), transport)

@@ -1,0 +1,140 @@
+"""What an API flavour is: how a turn's context becomes a request body, and how its stream is read.
+
+A flavour renders each message once into a fragment of its own wire format (kept on the message, so a context that
+grows every turn is never re-serialised) and builds a body by joining fragments around the fields that never change
+within a run (serialised once). It reads its stream through ``replay.clients.stream``. Sessions, the closed loop
+and the run never see a wire format: they hand a flavour messages and get back a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from replay.clients.stream import StreamReader, StreamState
+from replay.clients.usage import excerpt
+from replay.workload.trajectory import Message
+
+API_FLAVOURS = ("chat", "completions", "responses", "anthropic")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """What every request of a run carries besides the conversation."""
+
+    model: str
+    # Engine extensions (vLLM, SGLang, llama.cpp) that make the host produce exactly max_tokens.
+    force_output_length: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    cache_control: str = "none"  # anthropic: none | auto (breakpoints on system, tools and the last message)
+    responses_state: str = "none"  # responses: none (full context every call) | previous (previous_response_id)
+
+
+class Conversation:
+    """Per-session state a flavour keeps between calls (only stateful flavours use it)."""
+
+    __slots__ = ("previous_id", "sent")
+
+    def __init__(self) -> None:
+        self.previous_id: str | None = None
+        self.sent: list[Message] = []  # what the host already holds of this conversation
+
+
+class Flavour(StreamReader):
+    """One API flavour. Subclasses set ``name`` and ``path`` and implement rendering and reading."""
+
+    name = ""
+    path = ""  # appended to the host's base URL
+
+    def __init__(self, options: RequestOptions) -> None:
+        self.options = options
+        self._tools: dict[int, tuple[Any, bytes]] = {}  # id(tool list) -> (the list, kept alive; its bytes)
+        self._model = orjson.dumps(options.model)
+        self._fixed = self.fixed_fields()
+
+    # --- requests ------------------------------------------------------------------------------------------------
+    def headers(self, key: str | None) -> dict[str, str]:
+        """Request headers besides the request id; ``key`` is the API key (or None)."""
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def fixed_fields(self) -> bytes:
+        """The body fields that never change within a run, as ``"a":1,"b":2`` (no braces)."""
+        return body_fields({"stream": True, **self.options.extra_body})
+
+    def fragment(self, message: Message) -> bytes:
+        """``message`` in this flavour's wire format, rendered once and kept on the message."""
+        cache = message.rendered
+        if cache is None:
+            cache = message.rendered = {}
+        frag = cache.get(self.name)
+        if frag is None:
+            frag = cache[self.name] = self.render_message(message.raw)
+        return frag
+
+    def render_message(self, raw: dict[str, Any]) -> bytes:
+        """One canonical (OpenAI chat shaped) message in this flavour's format."""
+        raise NotImplementedError
+
+    def tools_wire(self, tools: list[dict[str, Any]] | None) -> bytes | None:
+        """The trajectory's tool schemas in this flavour's format, rendered once per trajectory."""
+        if not tools:
+            return None
+        hit = self._tools.get(id(tools))
+        if hit is None:
+            hit = self._tools[id(tools)] = (tools, self.render_tools(tools))
+        return hit[1]
+
+    def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
+        return orjson.dumps(tools)
+
+    def body(
+        self,
+        context: Sequence[Message],
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None,
+        conversation: Conversation | None,
+    ) -> bytes:
+        """The JSON body of one request for ``context``."""
+        raise NotImplementedError
+
+    def length_fields(self, max_tokens: int) -> bytes:
+        """``ignore_eos``/``min_tokens`` when asked (engine extensions), else nothing."""
+        if not self.options.force_output_length:
+            return b""
+        return b',"ignore_eos":true,"min_tokens":' + str(max_tokens).encode()
+
+    def new_conversation(self) -> Conversation | None:
+        """State for one session's conversation, or None when the flavour keeps none."""
+        return None
+
+    def after_call(self, conversation: Conversation | None, st: StreamState | None, context: Sequence[Message]) -> None:
+        """Note what the host now holds after a call (stateful flavours)."""
+
+    # --- reading -----------------------------------------------------------------------------------------------
+    def outcome(self, st: StreamState, tail: bytes) -> tuple[str, str] | None:
+        """(error class, detail) of a stream that did not succeed, or None when it did."""
+        if st.error is not None:
+            return "stream_error", st.error
+        if st.malformed is not None:
+            return "malformed_stream", st.malformed
+        if st.usage is not None and st.usage.problem:
+            return "bad_usage", st.usage.problem
+        if not st.ended:
+            detail = f"the stream ended without {self.end_marker}"
+            return "incomplete", detail + (f" (trailing bytes: {excerpt(tail, 80)})" if tail else "")
+        if st.events == 0:
+            return "empty", "no output tokens in the stream"
+        return None
+
+    end_marker = "its final event"
+
+
+def body_fields(obj: dict[str, Any]) -> bytes:
+    """``{"a":1}`` as ``"a":1`` for splicing into a body."""
+    return orjson.dumps(obj)[1:-1]

@@ -1,0 +1,42 @@
+"""Where requests go and how: base URL, API flavour, model, where the key comes from, limits.
+
+The API key is read from the environment when a client is made and never stored here, so nothing that writes a
+``HostConfig`` (the run file's header) can write the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_MAX_RESPONSE_BYTES = 64 << 20  # far above any real answer; a longer one is cut and classified
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    """One host as a run talks to it."""
+
+    base_url: str
+    model: str
+    api: str = "chat"  # chat | completions | responses | anthropic
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout_s: float = 600.0  # whole call
+    stall_timeout_s: float = 120.0  # longest silence between two reads
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+    def public(self) -> dict[str, Any]:
+        """What may be written to a run file: no secrets, only where the key would come from."""
+        return {
+            "base_url": self.base_url,
+            "api": self.api,
+            "model": self.model,
+            "api_key_env": self.api_key_env,
+            "api_key_set": self.api_key() is not None,
+            "request_timeout_s": self.request_timeout_s,
+            "stall_timeout_s": self.stall_timeout_s,
+            "max_response_bytes": self.max_response_bytes,
+        }

@@ -1,0 +1,145 @@
+"""A finished stream read into figures: the part every API flavour shares.
+
+The per-read path kept a timestamp and the bytes of each read. Here, after the stream closed, the bytes are framed
+into events (``sse.regions``) and each flavour classifies them: a region whose events are all plain token deltas is
+counted with a few byte counts (``StreamReader.plain_tokens``); other events get a byte scan (``scan``), and only
+those that carry a figure or look unusual are decoded (``decode``). Whatever the bytes, this never raises: an event a
+flavour cannot understand marks the stream ``malformed``, and a flavour's own bug is caught here and reported the
+same way, so a call always ends as one classified record.
+
+Interpretation is a generator that yields every ``YIELD_BYTES`` of input, so the transport can let the event loop
+run other streams while a huge answer is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay.clients.sse import parse_block, regions
+from replay.clients.usage import Usage, excerpt
+
+NONE, REASONING, ANSWER = 0, 1, 2  # what an event carries
+YIELD_BYTES = 1 << 20
+
+
+@dataclass(slots=True)
+class StreamState:
+    """What a stream said, as its events were classified."""
+
+    first_token: float | None = None
+    first_answer: float | None = None
+    last_token: float | None = None
+    events: int = 0  # token-bearing events
+    chunks: list[float] = field(default_factory=list)  # flat [dt, n, ...]: token-bearing reads after t_sent
+    usage_parts: list[Any] = field(default_factory=list)  # the usage objects as the host sent them, in order
+    usage: Usage | None = None  # checked counts, made by the flavour at the end
+    finish_reason: str | None = None
+    ended: bool = False  # the flavour's end-of-stream marker was seen
+    error: str | None = None  # the host said the call failed (an error event)
+    malformed: str | None = None  # the first event that could not be understood
+    served: dict[str, Any] = field(default_factory=dict)  # what the host says about itself (model, tier, ...)
+    timings: Any = None  # server-side timings the host sent
+    response_id: str | None = None
+    text: list[str] | None = None  # answer text, when collected (live history)
+    reasoning_text: list[str] | None = None
+
+    def add(self, t: float, t_sent: float, n: int, answer: bool) -> None:
+        """Account ``n`` token-bearing events that arrived in the read at ``t``."""
+        self.events += n
+        if self.first_token is None:
+            self.first_token = t
+        if answer and self.first_answer is None:
+            self.first_answer = t
+        self.last_token = t
+        dt = round(t - t_sent, 6)
+        if self.chunks and self.chunks[-2] == dt:
+            self.chunks[-1] += n
+        else:
+            self.chunks += (dt, n)
+
+    def bad(self, problem: str, data: bytes | str = b"") -> None:
+        """Note the first thing that could not be understood (the call then fails as ``malformed_stream``)."""
+        if self.malformed is None:
+            self.malformed = f"{problem}: {excerpt(data, 120)}" if data else problem
+
+    def collect(self, answer: bool, text: Any) -> None:
+        if self.text is not None and isinstance(text, str):
+            (self.text if answer else self.reasoning_text).append(text)  # type: ignore[union-attr]
+
+
+class StreamReader:
+    """How one API flavour reads its stream. Subclasses override what their format needs."""
+
+    def plain_tokens(self, region: bytes) -> int | None:
+        """Answer tokens in a region of complete events if every event is a plain answer delta, else None."""
+        return None
+
+    def scan(self, name: bytes | None, data: bytes) -> int | None:
+        """What an ordinary event carries, from its bytes alone (NONE / REASONING / ANSWER); None: decode it."""
+        return None
+
+    def decode(self, st: StreamState, name: bytes | None, data: bytes) -> int:
+        """Decode one event, keep the figures it carries, and say what it carried."""
+        raise NotImplementedError
+
+    def finish(self, st: StreamState, tail: bytes) -> None:
+        """After the last event: build ``st.usage`` from ``st.usage_parts`` and judge whether the stream ended."""
+        raise NotImplementedError
+
+
+def interpret_steps(
+    reader: StreamReader, reads: Sequence[bytes], times: Sequence[float], t_sent: float, collect: bool = False
+) -> Iterator[StreamState]:
+    """Classify every event; yields the (unfinished) state every ``YIELD_BYTES`` of input, then the final state.
+
+    With ``collect`` the fast paths are off and the answer text is kept (for live history).
+    """
+    st = StreamState()
+    if collect:
+        st.text, st.reasoning_text = [], []
+    since_yield = 0
+    tail = b""
+    try:
+        for region, t, complete in regions(reads, times):
+            if not complete and not region.endswith(b"\n"):
+                tail = region
+                break
+            since_yield += len(region)
+            n = None if collect else reader.plain_tokens(region)
+            if n is not None:
+                if n:
+                    st.add(t, t_sent, n, True)
+            else:
+                _events(reader, st, region, t, t_sent, collect)
+            if since_yield >= YIELD_BYTES:
+                since_yield = 0
+                yield st
+        reader.finish(st, tail)
+    except Exception as exc:  # a flavour's own bug must not kill the session: the call fails, classified
+        st.bad(f"the stream could not be read ({type(exc).__name__}: {exc})")
+        if st.usage is None:
+            st.usage = Usage()
+    yield st
+
+
+def _events(reader: StreamReader, st: StreamState, region: bytes, t: float, t_sent: float, collect: bool) -> None:
+    for block in region.split(b"\n\n"):
+        parsed = parse_block(block)
+        if parsed is None:
+            continue
+        name, data = parsed
+        kind = None if collect else reader.scan(name, data)
+        if kind is None:
+            kind = reader.decode(st, name, data)
+        if kind:
+            st.add(t, t_sent, 1, kind == ANSWER)
+
+
+def interpret(
+    reader: StreamReader, reads: Sequence[bytes], times: Sequence[float], t_sent: float, collect: bool = False
+) -> StreamState:
+    """``interpret_steps`` run to its end (tests, small answers)."""
+    *_, st = interpret_steps(reader, reads, times, t_sent, collect)
+    return st

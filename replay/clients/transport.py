@@ -1,0 +1,197 @@
+"""The one HTTP transport every flavour shares: a pooled aiohttp session, wire stamps, limits and timeouts.
+
+A call's bytes are stamped where they leave and where the answer's bytes enter aiohttp (``wire_stamps``); the
+reading task waits once for the stream's end, so the per-read work stays a timestamp and two appends. A body past
+``max_response_bytes`` is cut where it enters (the bytes after the limit are dropped unread and the connection is
+closed), so a runaway answer can neither take the client's memory nor keep the event loop busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from time import perf_counter
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+
+from replay.clients import wire_stamps
+from replay.clients.host import HostConfig
+from replay.clients.usage import excerpt
+from replay.results.records import RequestRecord
+
+# A body read only at its end stays in aiohttp's buffer meanwhile; reading must not pause before it ends (the
+# buffer holds what the client keeps anyway). aiohttp pauses at twice this many bytes or 1/16 as many chunks.
+_UNREAD_BODY_LIMIT = 1 << 30
+ERROR_BODY_LIMIT = 64 << 10  # of a refusal's body, enough for any error message
+# Response headers worth keeping: retry advice, rate-limit state, request ids, server-side timings, routes.
+_KEPT = ("retry-after", "x-should-retry", "x-ratelimit-", "anthropic-ratelimit-", "ratelimit-", "x-request-id",
+         "request-id", "openai-processing-ms", "fireworks-", "x-replay-route", "x-generation-id", "server-timing",
+         "x-groq-", "cf-ray")  # fmt: skip
+
+
+@dataclass(slots=True)
+class Received:
+    """What came back for one call: the body as it arrived (pieces and times) and the headers worth keeping."""
+
+    reads: list[bytes] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    refusal: bytes = b""  # the body of a non-200 answer (up to ERROR_BODY_LIMIT)
+
+
+def _kept(headers: Any) -> dict[str, str]:
+    return {k.lower(): v[:300] for k, v in headers.items() if k.lower().startswith(_KEPT)}
+
+
+def _stale_connection(exc: aiohttp.ClientError) -> bool:
+    """Errors of writing to, or reading headers from, a pooled connection the server closed (not a refusal)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False
+    return isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
+
+
+class Transport:
+    """One aiohttp session for a run (use as ``async with``); ``post`` sends one call and stamps it."""
+
+    def __init__(self, host: HostConfig) -> None:
+        self.host = host
+        self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
+        self.http: aiohttp.ClientSession | None = None
+        # While aiohttp's feed_data hook captures every body byte with its arrival time, a stream is read by waiting
+        # for its end (one wake-up per call); after a capture misses bytes, piece by piece.
+        wire_stamps.install()
+        self._captured = True
+
+    async def __aenter__(self) -> Transport:
+        connector = aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True)
+        self.http = aiohttp.ClientSession(
+            connector=connector,
+            auto_decompress=False,
+            trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
+        )
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        if self.http is not None:
+            await self.http.close()
+            self.http = None
+
+    async def warm(self, url: str, headers: dict[str, str], connections: int) -> None:
+        """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays for a
+        TCP handshake. A host that refuses or lacks ``url`` only loses the warm-up."""
+        assert self.http is not None
+
+        async def one() -> None:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self.http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=10)) as r:  # type: ignore[union-attr]
+                    await r.content.read(ERROR_BODY_LIMIT)
+                    wire_stamps.forget(r.content)
+
+        await asyncio.gather(*(one() for _ in range(connections)))
+
+    async def post(self, url: str, body: bytes, headers: dict[str, str], rec: RequestRecord, got: Received) -> None:
+        """Send one call; fill ``got`` and the record's stamps, status and transport-level error (if any).
+
+        ``t_call`` is when the call began; ``t_sent`` when its bytes were handed to the socket (see wire_stamps), and
+        every latency of the call counts from there. On cancellation ``got`` still holds what was seen.
+        """
+        assert self.http is not None
+        rec.t_call = perf_counter()
+        deadline = asyncio.get_running_loop().time() + self.host.request_timeout_s
+        for attempt in range(2):
+            sent: list[float] = []  # filled by wire_stamps' trace when the body goes out
+            rec.t_sent = perf_counter()
+            try:
+                async with self.http.post(
+                    url,
+                    data=body,
+                    headers=headers,
+                    timeout=self._timeout,
+                    trace_request_ctx=sent,
+                    read_bufsize=_UNREAD_BODY_LIMIT,
+                ) as resp:
+                    rec.t_headers = perf_counter()
+                    if sent:
+                        rec.t_sent = sent[0]
+                    rec.status = resp.status
+                    got.headers = _kept(resp.headers)
+                    if resp.status != 200:
+                        got.refusal = await self._refusal(resp.content)
+                        rec.t_done = perf_counter()
+                        return
+                    try:
+                        await self._receive(resp.content, got, deadline)
+                    finally:
+                        if got.times:
+                            rec.t_headers = min(rec.t_headers, got.times[0])  # headers came no later than the body
+                rec.t_done = perf_counter()
+            except asyncio.CancelledError:
+                rec.t_done = perf_counter()
+                rec.error, rec.error_detail = "cancelled", "stopped before the host finished"
+                raise
+            except wire_stamps.ResponseTooLarge as exc:
+                rec.t_done = perf_counter()
+                rec.error, rec.error_detail = "response_too_large", f"{exc}; the rest was not read"
+            except TimeoutError:
+                rec.t_done = perf_counter()
+                rec.error = "timeout"
+                rec.error_detail = "no bytes within the stall timeout, or the call timed out"
+            except aiohttp.ClientError as exc:
+                rec.t_done = perf_counter()
+                if attempt == 0 and _stale_connection(exc) and rec.t_headers is None:
+                    # A kept-alive connection the server had already closed (llama-server closes after every stream
+                    # while announcing keep-alive). Nothing reached the host: send again on a fresh one.
+                    rec.retries += 1
+                    continue
+                rec.error = "connect" if rec.t_headers is None else "disconnect"
+                rec.error_detail = excerpt(f"{type(exc).__name__}: {exc}")
+            break
+
+    async def _refusal(self, content: aiohttp.StreamReader) -> bytes:
+        """The body of a refusal, up to ERROR_BODY_LIMIT (a host may answer an error with anything)."""
+        wire_stamps.forget(content)
+        parts: list[bytes] = []
+        size = 0
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
+            while size < ERROR_BODY_LIMIT and (data := await content.read(ERROR_BODY_LIMIT - size)):
+                parts.append(data)
+                size += len(data)
+        wire_stamps.forget(content)
+        return b"".join(parts)
+
+    async def _receive(self, content: aiohttp.StreamReader, got: Received, deadline: float) -> None:
+        """Fill ``got`` with the body as it arrived, also when the stream fails, is cut or is cancelled half way
+        (what came before stays)."""
+        limit = self.host.max_response_bytes
+        if not self._captured:
+            size = 0
+            try:
+                async for data in content.iter_any():  # the hot path: a timestamp and the bytes
+                    got.times.append(perf_counter())
+                    size += len(data)
+                    if size > limit:
+                        raise wire_stamps.ResponseTooLarge(f"the response passed {limit:,} bytes")
+                    got.reads.append(data)
+            finally:
+                wire_stamps.forget(content)
+            return
+        try:
+            wire_stamps.watch(content, limit)
+            if content.exception() is not None:  # cut before anyone waited
+                raise content.exception()  # type: ignore[misc]
+            async with asyncio.timeout_at(deadline):  # aiohttp's total timeout does not cover wait_eof
+                await content.wait_eof()
+        finally:
+            cap = wire_stamps.take(content)
+            if cap is not None:
+                got.reads += cap.reads
+                got.times += cap.times
+            elif content.total_bytes:  # the hook missed bytes: keep them with one coarse time, and
+                self._captured = False  # read piece by piece from now on
+                with contextlib.suppress(Exception):
+                    if data := content.read_nowait():
+                        got.reads.append(data)
+                        got.times.append(perf_counter())
