@@ -19,13 +19,15 @@ import uuid
 import aiohttp
 
 from replay import event_loop
-from replay.clients.chat import HostConfig, OpenAIChatClient
-from replay.clients.requests import RequestOptions, build_chat_body
+from replay.clients.client import HostClient, make_client
+from replay.clients.flavour import RequestOptions
+from replay.clients.host import HostConfig
+from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
 from replay.results.records import RequestRecord
 from replay.workload.trajectory import Message
 
-MESSAGE = Message(raw={}, wire=b'{"role":"user","content":"go"}', tokens=5)
+MESSAGE = Message(raw={"role": "user", "content": "go"}, wire=b'{"role":"user","content":"go"}', tokens=5)
 
 
 async def bare(http: aiohttp.ClientSession, url: str, body: bytes) -> int:
@@ -39,7 +41,7 @@ async def bare(http: aiohttp.ClientSession, url: str, body: bytes) -> int:
     return events - 4  # role chunk, finish chunk, usage chunk, [DONE]
 
 
-async def with_replay(client: OpenAIChatClient, body: bytes) -> int:
+async def with_replay(client: HostClient, body: bytes) -> int:
     rec = RequestRecord(id=uuid.uuid4().hex, session=0, task=0, trajectory="bench", turn=0)
     await client.call(body, rec)
     assert rec.error is None, rec.error_detail
@@ -47,11 +49,13 @@ async def with_replay(client: OpenAIChatClient, body: bytes) -> int:
 
 
 async def one_run(base_url: str, kind: str, streams: int, tokens: int, concurrency: int) -> tuple[float, float]:
-    options = RequestOptions(model="bench")
-    body = build_chat_body([MESSAGE], tokens, options, options.fixed_fields())
+    host = HostConfig(base_url, "bench")
     gate = asyncio.Semaphore(concurrency)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        client = OpenAIChatClient(HostConfig(base_url, "bench"), http)
+    async with Transport(host) as transport:
+        http = transport.http
+        assert http is not None
+        client = make_client(host, RequestOptions(model="bench"), transport)
+        body = client.render([MESSAGE], tokens, None)
         url = client.url
 
         async def one() -> int:
