@@ -1,9 +1,65 @@
 """replay: load-test LLM inference hosts with recorded coding-agent trajectories.
 
-Data flow, one module per step:
-trajectory (load) → requests (build bodies) → host client (stream, stamp) → records (run file)
-→ metrics (summaries) → report (terminal / JSON). The simulated host lives in ``replay.sim`` and is
-never imported by the client side.
+The library face (``replay.run``, ``replay.load``, ``replay.summarize``, ``replay.RunSpec``, ...) lives in
+``replay.api`` and is loaded on first use, so ``import replay`` stays cheap for the command line. The data flow,
+one package per step: workload (trajectories) → sessions (simulated agents) → clients (API flavours) → results
+(records, metrics, reports); jobs run them end to end; ``replay.sim`` is the simulated host, never imported by the
+client side.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_API = {
+    "run": "replay.api",
+    "load": "replay.api",
+    "read": "replay.api",
+    "summarize": "replay.api",
+    "Summary": "replay.api",
+    "RunSpec": "replay.jobs.single_run",
+    "RunResult": "replay.jobs.single_run",
+    "RunError": "replay.jobs.single_run",
+    "LoadConfig": "replay.sessions.closed_loop",
+    "ToolTimePolicy": "replay.sessions.tool_time",
+    "HistoryPolicy": "replay.workload.history",
+    "Workload": "replay.workload.trajectory",
+    "TrajectoryError": "replay.workload.trajectory",
+}
+__all__ = [  # noqa: RUF022 (the face's names, grouped by what they are)
+    "__version__",
+    "run",
+    "load",
+    "read",
+    "summarize",
+    "Summary",
+    "RunSpec",
+    "RunResult",
+    "RunError",
+    "LoadConfig",
+    "ToolTimePolicy",
+    "HistoryPolicy",
+    "Workload",
+    "TrajectoryError",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from replay.api import Summary, load, read, run, summarize
+    from replay.jobs.single_run import RunError, RunResult, RunSpec
+    from replay.sessions.closed_loop import LoadConfig
+    from replay.sessions.tool_time import ToolTimePolicy
+    from replay.workload.history import HistoryPolicy
+    from replay.workload.trajectory import TrajectoryError, Workload
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'replay' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -20,10 +20,10 @@ import orjson
 
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.single_run import RunSpec, execute
-from replay.load.closed_loop import LoadConfig
-from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import read_run
 from replay.results.truth_compare import compare, load_truth
+from replay.sessions.closed_loop import LoadConfig
+from replay.sessions.tool_time import ToolTimePolicy
 
 
 def write_workload(path: Path, streams: int) -> None:

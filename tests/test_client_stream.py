@@ -279,3 +279,33 @@ async def test_a_stream_that_never_ends_times_out_with_what_came_kept() -> None:
     assert rec.error == "timeout"
     assert rec.output_events == 2 and rec.t_first_token is not None
     assert 0.5 <= rec.t_done - rec.t_call < 2.0
+
+
+async def test_an_answer_past_the_limit_is_cut_classified_and_its_connection_closed() -> None:
+    """The body is cut where it enters the client: the call fails as response_too_large with what came kept, and
+    the host sees the connection close long before it has written its 64 MB."""
+    piece = chunk({"content": "x" * 60_000})
+    written: list[int] = []
+    closed = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        try:
+            for _ in range(1000):
+                await resp.write(piece)
+                written.append(len(piece))
+        except (ConnectionError, RuntimeError):
+            closed.set()
+        return resp
+
+    url, runner = await serve_chat(handler)
+    try:
+        rec = await call(url, host=HostConfig(url, "m", max_response_bytes=1_000_000))
+        await asyncio.wait_for(closed.wait(), 10)
+    finally:
+        await runner.cleanup()
+    assert rec.error == "response_too_large" and "1,000,000" in rec.error_detail
+    assert 1 <= rec.output_events <= 1_000_000 // len(piece)  # what came before the limit was read
+    assert sum(written) < 20_000_000  # the host stopped: the client closed the connection at the cut

@@ -33,9 +33,9 @@ import pytest
 from conftest import write_trajectory
 
 from replay.jobs.single_run import RunSpec, execute
-from replay.load.closed_loop import LoadConfig
-from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import RequestRecord, read_run
+from replay.sessions.closed_loop import LoadConfig
+from replay.sessions.tool_time import ToolTimePolicy
 
 # The module fixture may build llama-server (minutes, bounded by the script's own timeouts); test bodies
 # are bounded here (func_only: the fixture's build does not count against it).

@@ -9,8 +9,8 @@ from conftest import write_trajectory
 from replay.clients.chat import ChatFlavour
 from replay.clients.flavour import RequestOptions
 from replay.jobs.single_run import RunSpec, execute
-from replay.load.closed_loop import LoadConfig
-from replay.load.tool_time import ToolTimePolicy
+from replay.sessions.closed_loop import LoadConfig
+from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import load_workload
 

@@ -12,12 +12,12 @@ from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
 from replay.jobs.single_run import RunSpec, execute
-from replay.load.closed_loop import LoadConfig
-from replay.load.tool_time import ToolTimePolicy
 from replay.results.metrics import steady_window, summarize
 from replay.results.records import read_run
 from replay.results.text_report import to_json
 from replay.results.truth_compare import client_token_times, host_token_times
+from replay.sessions.closed_loop import LoadConfig
+from replay.sessions.tool_time import ToolTimePolicy
 
 TOLERANCE_S = 0.005
 

@@ -10,9 +10,9 @@ from conftest import simple_turns, write_trajectory
 
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.single_run import RunSpec, execute
-from replay.load.closed_loop import LoadConfig
-from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import read_run
+from replay.sessions.closed_loop import LoadConfig
+from replay.sessions.tool_time import ToolTimePolicy
 from replay.sim.faults import FaultPlan, FaultSpec
 from replay.sim.server import start_sim
 

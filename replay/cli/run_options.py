@@ -192,8 +192,8 @@ def _seconds(opts: dict[str, Any], name: str) -> float | None:
 def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str | None = None) -> Any:
     """The RunSpec the options describe; a bad value raises click.BadParameter naming its option."""
     from replay.jobs.single_run import RunSpec
-    from replay.load.closed_loop import LoadConfig
-    from replay.load.tool_time import ToolTimePolicy
+    from replay.sessions.closed_loop import LoadConfig
+    from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy
 
     try:

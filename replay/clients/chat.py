@@ -66,14 +66,13 @@ class ChatFlavour(Flavour):
         if b'"finish_reason":"' in region or b'"timings"' in region or region[:6] != b"data: ":
             return None
         if b'"usage"' in region and region.count(b'"usage"') != region.count(b'"usage":null'):
-            return None
+            return None  # vLLM with continuous usage stats sends "usage":null on every chunk
         events = region.count(b"\n\n") + 1
         if not (
             region.count(b"\n\ndata: ") + 1
             == region.count(b'"content":"')
             == region.count(b'"delta":{')
             == region.count(b'"choices":[{')
-            == region.count(b'"delta":')
             == events
         ):
             return None

@@ -22,10 +22,10 @@ from replay.clients.flavour import RequestOptions
 from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
-from replay.load.closed_loop import LoadConfig, run_load
 from replay.results.metrics import summarize
 from replay.results.records import RunWriter, clock_anchor
 from replay.results.truth_compare import compare, load_truth
+from replay.sessions.closed_loop import LoadConfig, run_load
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 

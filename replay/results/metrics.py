@@ -132,6 +132,7 @@ def summarize(run: RunData) -> dict[str, Any]:
         "requests": len(reqs),
         "errors": sum(errors_by_class.values()),
         "errors_by_class": errors_by_class,
+        "invalid_usage": sum(r.usage_raw is not None for r in reqs),  # calls whose token counts were rejected
         "window_s": win.seconds,
         "window": {
             "start_s": win.start - run.phases.get("start", win.start),

@@ -21,9 +21,9 @@ from asyncio_throttle import Throttler
 
 from replay.clients.client import HostClient
 from replay.clients.transport import Transport
-from replay.load.session import SessionContext, replay_task
-from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import RequestRecord, RunWriter, TaskRecord
+from replay.sessions.session import SessionContext, replay_task
+from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.trajectory import Trajectory, Workload
 
 CLIENT_SAMPLE_S = 5.0

@@ -17,8 +17,8 @@ from time import perf_counter
 from asyncio_throttle import Throttler
 
 from replay.clients.client import HostClient
-from replay.load.tool_time import ToolTimePolicy
 from replay.results.records import RequestRecord, TaskRecord
+from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Trajectory
 
 

@@ -1,0 +1,99 @@
+"""Whatever a host sends, every flavour's reader ends the call as one classified outcome, never an exception.
+
+The readers are fuzzed with arbitrary valid-JSON events of plausible and implausible shapes (the keys each flavour
+looks at, with arbitrary values under them), and with arbitrary bytes cut into arbitrary reads. The stream module
+catches a reader's own exception as a last resort and says so ("could not be read"): these tests fail if that
+safety net is ever needed. A longer run: ``HYPOTHESIS_PROFILE=long python -m pytest tests/test_flavour_fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay.clients.client import FLAVOURS
+from replay.clients.flavour import RequestOptions
+from replay.clients.stream import interpret
+
+settings.register_profile("suite", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "long",
+    max_examples=int(os.environ.get("REPLAY_FUZZ_EXAMPLES", "20000")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+KNOWN = {"stream_error", "malformed_stream", "bad_usage", "incomplete", "empty"}
+KEYS = ["choices", "delta", "content", "reasoning", "reasoning_content", "tool_calls", "finish_reason", "usage",
+        "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens", "error", "timings", "text",
+        "type", "message", "response", "index", "input_tokens", "output_tokens", "cache_read_input_tokens",
+        "cache_creation_input_tokens", "input_tokens_details", "output_tokens_details", "incomplete_details", "id",
+        "model", "x_groq", "partial_json", "thinking", "stop_reason"]  # fmt: skip
+TYPES = ["message_start", "content_block_delta", "message_delta", "message_stop", "error", "ping", "text_delta",
+         "thinking_delta", "input_json_delta", "response.created", "response.output_text.delta",
+         "response.reasoning_text.delta", "response.completed", "response.incomplete", "response.failed",
+         "response.function_call_arguments.delta"]  # fmt: skip
+
+leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.sampled_from(TYPES),
+)
+values = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(KEYS), inner, max_size=5),
+    ),
+    max_leaves=20,
+)
+events = st.dictionaries(st.sampled_from(KEYS), values, max_size=6)
+
+
+def encode(obj: object, name: str | None) -> bytes:
+    head = f"event: {name}\n".encode() if name else b""
+    return head + b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+@given(
+    api=st.sampled_from(sorted(FLAVOURS)),
+    stream=st.lists(st.tuples(events, st.one_of(st.none(), st.sampled_from(TYPES))), max_size=8),
+    done=st.booleans(),
+    cuts=st.lists(st.integers(min_value=1, max_value=4000), max_size=6),
+)
+def test_any_json_events_end_as_one_classified_outcome(api, stream, done, cuts) -> None:
+    data = b"".join(encode(obj, name) for obj, name in stream) + (b"data: [DONE]\n\n" if done else b"")
+    reads = _cut(data, cuts)
+    _check(api, reads)
+
+
+@given(api=st.sampled_from(sorted(FLAVOURS)), data=st.binary(max_size=600), cuts=st.lists(st.integers(1, 600)))
+def test_any_bytes_end_as_one_classified_outcome(api, data, cuts) -> None:
+    _check(api, _cut(data, cuts))
+
+
+def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c for c in cuts if c < len(data)})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True) if data[a:b]]
+
+
+def _check(api: str, reads: list[bytes]) -> None:
+    flavour = FLAVOURS[api](RequestOptions(model="m"))
+    times = [float(i + 1) for i in range(len(reads))]
+    for collect in (False, True):
+        state = interpret(flavour, reads, times, 0.0, collect)
+        assert "could not be read" not in (state.malformed or ""), state.malformed  # the reader raised
+        failed = flavour.outcome(state, b"")
+        assert failed is None or failed[0] in KNOWN
+        if failed is None:  # a success must be a whole, understood stream with plausible counts
+            assert state.ended and state.events > 0 and state.malformed is None and state.error is None
+            for n in (state.usage.prompt, state.usage.cached, state.usage.output):
+                assert n is None or (isinstance(n, int) and 0 <= n < 2**31)
+        json.dumps(state.chunks)  # figures a record can hold
