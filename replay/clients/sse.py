@@ -45,21 +45,29 @@ class Framer:
     def __init__(self) -> None:
         self._parts: list[bytes] = []  # the incomplete event so far (joined only once it completes)
 
-    def feed(self, data: bytes) -> bytes | None:
-        """The region of events this read completed, or None."""
-        head: bytes | None = None
+    def feed(self, data: bytes) -> list[bytes]:
+        """The regions of events this read completed (usually one; none while an event is still coming)."""
+        head: list[bytes] = []
         if self._parts and data[:1] == b"\n" and self._parts[-1].endswith(b"\n"):  # a blank line across two reads
-            head = b"".join(self._parts)[:-1]
+            head.append(b"".join(self._parts)[:-1])
             self._parts = []
             data = data[1:]
-        cut = data.rfind(b"\n\n")
-        if cut < 0:
+        if b"\n" not in data:  # inside a long event: a fast byte search, no separator search
             if data:
                 self._parts.append(data)
-            return head or None
-        region = b"".join((*self._parts, data[:cut]))
+            return head
+        cut = data.rfind(b"\n\n")
+        if cut < 0:
+            self._parts.append(data)
+            return head
+        if self._parts:  # the event that was coming ends in this read: a region of its own (it may be huge)
+            first = data.find(b"\n\n")
+            head.append(b"".join((*self._parts, data[:first])))
+            rest = data[first + 2 : cut]
+        else:
+            rest = data[:cut]
         self._parts = [data[cut + 2 :]] if cut + 2 < len(data) else []
-        return head + b"\n\n" + region if head else region
+        return [*head, rest] if rest else head
 
     def tail(self) -> bytes:
         """Bytes after the last blank line."""
@@ -71,12 +79,17 @@ def regions(reads: Sequence[bytes], times: Sequence[float]) -> Iterator[tuple[by
     line come last, marked incomplete, with the last read's time."""
     framer = Framer()
     for data, t in zip(_lf(reads), times, strict=True):
-        region = framer.feed(data)
-        if region:
-            yield region, t, True
+        for region in framer.feed(data):
+            if region:
+                yield region, t, True
     tail = framer.tail()
     if tail and times:
         yield tail, times[-1], False
+
+
+def split_region(region: bytes) -> list[bytes]:
+    """The events of a region (one huge line needs no separator search: a byte search says there is none)."""
+    return region.split(b"\n\n") if b"\n" in region else [region]
 
 
 def parse_block(block: bytes) -> tuple[bytes | None, bytes] | None:
@@ -108,7 +121,7 @@ def split_events(reads: Sequence[bytes], times: Sequence[float]) -> tuple[list[E
         if not complete and not region.endswith(b"\n"):  # complete lines still count: some servers close right
             leftover = region  # after `data: [DONE]\n`
             break
-        for block in region.split(b"\n\n"):
+        for block in split_region(region):
             parsed = parse_block(block)
             if parsed is not None:
                 events.append(Event(parsed[0], parsed[1], t))

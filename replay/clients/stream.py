@@ -17,11 +17,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.clients.sse import parse_block, regions
+from replay.clients.sse import parse_block, regions, split_region
 from replay.clients.usage import Usage, excerpt
 
 NONE, REASONING, ANSWER = 0, 1, 2  # what an event carries
 YIELD_BYTES = 1 << 20
+# Byte scans make several passes over an event; past this size one JSON decode (a single pass) is cheaper.
+BIG_EVENT = 1 << 20
 
 
 @dataclass(slots=True)
@@ -107,7 +109,7 @@ def interpret_steps(
                 tail = region
                 break
             since_yield += len(region)
-            n = None if collect else reader.plain_tokens(region)
+            n = None if collect or len(region) > BIG_EVENT else reader.plain_tokens(region)
             if n is not None:
                 if n:
                     st.add(t, t_sent, n, True)
@@ -125,12 +127,12 @@ def interpret_steps(
 
 
 def _events(reader: StreamReader, st: StreamState, region: bytes, t: float, t_sent: float, collect: bool) -> None:
-    for block in region.split(b"\n\n"):
+    for block in split_region(region):
         parsed = parse_block(block)
         if parsed is None:
             continue
         name, data = parsed
-        kind = None if collect else reader.scan(name, data)
+        kind = None if collect or len(data) > BIG_EVENT else reader.scan(name, data)
         if kind is None:
             kind = reader.decode(st, name, data)
         if kind:
