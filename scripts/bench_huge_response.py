@@ -22,16 +22,14 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from replay import event_loop  # noqa: E402
-from replay.cli.options import parse_bytes  # noqa: E402
-from replay.clients.client import make_client  # noqa: E402
-from replay.clients.flavour import RequestOptions  # noqa: E402
-from replay.clients.host import HostConfig  # noqa: E402
-from replay.clients.transport import Transport  # noqa: E402
-from replay.results.records import RequestRecord  # noqa: E402
-from replay.workload.trajectory import Message  # noqa: E402
+from replay import event_loop
+from replay.cli.options import parse_bytes
+from replay.clients.client import make_client
+from replay.clients.flavour import RequestOptions
+from replay.clients.host import HostConfig
+from replay.clients.transport import Transport
+from replay.results.records import RequestRecord
+from replay.workload.trajectory import Message
 
 MESSAGE = Message(raw={"role": "user", "content": "go"}, wire=b'{"role":"user","content":"go"}', tokens=5)
 END = b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}\n\ndata: [DONE]\n\n'
