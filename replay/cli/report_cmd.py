@@ -17,6 +17,7 @@ import click
 def report(run_file: str, as_json: bool, truth_path: str | None) -> None:
     """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any)."""
     from replay.results.metrics import summarize
+    from replay.results.recorded_timeline import recorded_timeline
     from replay.results.records import read_run
     from replay.results.text_report import to_json, to_text
     from replay.results.truth_compare import compare, find_truth_log, load_truth
@@ -27,6 +28,8 @@ def report(run_file: str, as_json: bool, truth_path: str | None) -> None:
         truth = truth_path or find_truth_log(run_file, data.header)
         if truth:
             summary["truth"] = compare(data.requests, load_truth(truth))
+        if "breakdown" in summary:
+            summary["breakdown"]["recorded_timeline"], _ = recorded_timeline(data, run_file)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))
