@@ -1,6 +1,8 @@
-"""``replay report``: rebuild every figure of a run from its run file."""
+"""``replay report``: rebuild every figure of a run from its run file, as text, JSON, HTML or CSV."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -14,19 +16,53 @@ import click
     type=click.Path(exists=True, dir_okay=False),
     help="A simulated host's truth log to compare with (default: the one the run file names, if present).",
 )
-def report(run_file: str, as_json: bool, truth_path: str | None) -> None:
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Also write a self-contained HTML report (figures and pictures) to this file (needs the 'plots' extra).",
+)
+@click.option(
+    "--csv",
+    "csv_dir",
+    type=click.Path(file_okay=False, writable=True),
+    help="Also write requests.csv (one row per call) and summary.csv (one row per figure) into this directory.",
+)
+def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str | None, csv_dir: str | None) -> None:
     """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any)."""
     from replay.results.metrics import summarize
+    from replay.results.plots import PlotsUnavailable, require_matplotlib
+    from replay.results.recorded_timeline import recorded_timeline
     from replay.results.records import read_run
     from replay.results.text_report import to_json, to_text
     from replay.results.truth_compare import compare, find_truth_log, load_truth
 
     try:
+        if html_path:
+            require_matplotlib()  # before any work: a missing extra is a one-line error, not a traceback later
         data = read_run(run_file)
         summary = summarize(data)
         truth = truth_path or find_truth_log(run_file, data.header)
         if truth:
             summary["truth"] = compare(data.requests, load_truth(truth))
-    except ValueError as exc:
+        drift: list = []
+        if "breakdown" in summary:
+            summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)
+    except (ValueError, PlotsUnavailable) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))
+    try:
+        if csv_dir:
+            from replay.results.csv_export import write_csv
+
+            written = write_csv(data, summary, csv_dir)
+            click.echo(f"wrote {', '.join(map(str, written))}", err=True)
+        if html_path:
+            from replay.results.html_report import render
+            from replay.results.report_input import RunReport
+
+            page = render(RunReport(data, summary, drift, Path(run_file).name))
+            Path(html_path).write_text(page, encoding="utf-8")
+            click.echo(f"wrote {html_path}", err=True)
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename}: {exc.strerror}") from None

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from replay.results.breakdowns import breakdown
 from replay.results.records import RequestRecord, RunData, TaskRecord
 
 US = 1_000_000  # seconds → microseconds for latency histograms
@@ -151,6 +152,7 @@ def summarize(run: RunData) -> dict[str, Any]:
         "tasks": _tasks(run.tasks),
         "totals": _totals(reqs),
         "client": _client(run.client, win, measured),
+        "breakdown": breakdown(measured),
     }
 
 
