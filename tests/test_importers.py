@@ -492,7 +492,7 @@ def test_cli_import_directory_skips_non_trajectories_and_refuses_named_ones(tmp_
     res = runner.invoke(main, ["import", str(src), "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "skipped" in res.output and "README.md: not JSON" in res.output
-    assert "1 trajectories, 1 turns" in res.output
+    assert "1 trajectory, 1 turn" in res.output and "trajectories" not in res.output
     assert load_workload([out]).turns == 1
     res = runner.invoke(main, ["import", str(src / "README.md"), "-o", str(out)])
     assert res.exit_code == 1 and "README.md: refused: not JSON or JSON Lines" in res.output

@@ -7,6 +7,8 @@ import sys
 import click
 import orjson
 
+from replay.workload.words import plural
+
 
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
@@ -54,7 +56,9 @@ def import_cmd(
         raise click.ClickException("nothing to import")
     if not quiet:
         for f in result.files:
-            click.echo(f"{f.format:>14}  {f.path}: {f.trajectories} trajectories, {f.turns} turns", err=True)
+            click.echo(
+                f"{f.format:>14}  {f.path}: {plural(f.trajectories, 'trajectory')}, {plural(f.turns, 'turn')}", err=True
+            )
     if out == "-":
         write_canonical(result.trajectories, sys.stdout.buffer)
     else:
@@ -63,7 +67,7 @@ def import_cmd(
             write_canonical(result.trajectories, fh)
         os.replace(tmp, out)
     turns = sum(len(t.turns) for t in result.trajectories)
-    click.echo(f"{len(result.trajectories)} trajectories, {turns} turns -> {out}", err=True)
+    click.echo(f"{plural(len(result.trajectories), 'trajectory')}, {plural(turns, 'turn')} -> {out}", err=True)
 
 
 @click.command("inspect")
@@ -84,7 +88,7 @@ def import_cmd(
 )
 def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str | None) -> None:
     """Workload statistics: turns, context growth, prefix reuse, tool time, recorded latency and cache."""
-    from replay.workload.stats import load, plot, require_matplotlib, summarize, to_json, to_text
+    from replay.workload.stats import load, plot, require_matplotlib, skipped_notes, summarize, to_json, to_text
 
     if plot_path:
         try:
@@ -98,6 +102,8 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str 
     if plot_path:
         plot(report, plot_path)
     click.echo(to_json(report) if as_json else to_text(report))
+    for note in skipped_notes(report):  # like `replay import`: notes on stderr, so stdout stays the report
+        click.echo(note, err=True)
 
 
 @click.command()
@@ -169,7 +175,8 @@ def synth(
             fh.write(data)
         os.replace(f"{out}.tmp", out)
     lines = data.count(b"\n")
-    click.echo(f"{count} trajectories ({lines} lines) from profile {profile['name']!r}, seed {seed} -> {out}", err=True)
+    summary = f"{plural(count, 'trajectory')} ({plural(lines, 'line')}) from profile {profile['name']!r}, seed {seed}"
+    click.echo(f"{summary} -> {out}", err=True)
     if source is not None and out != "-":
         from replay.workload.trajectory import load_workload
 
