@@ -29,6 +29,11 @@ from replay.workload.words import plural
 )
 @click.option("--salt", help="Mooncake/Weka: salt of the text generated per block id (default: none).")
 @click.option("--block-size", type=click.IntRange(1), help="Mooncake: tokens per hashed block (default 512).")
+@click.option(
+    "--include-discarded",
+    is_flag=True,
+    help="Also replay the calls a source threw away (mini-swe-agent format errors): exact input, stand-in answer.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-file lines.")
 def import_cmd(
     paths: tuple[str, ...],
@@ -36,6 +41,7 @@ def import_cmd(
     out: str,
     salt: str | None,
     block_size: int | None,
+    include_discarded: bool,
     quiet: bool,
 ) -> None:
     """Import recorded agent sessions or traces (files or directories) as canonical trajectories."""
@@ -44,7 +50,7 @@ def import_cmd(
     from replay.workload.importers import ImportFailure, import_paths, write_canonical
 
     try:
-        result = import_paths(paths, fmt, salt=salt, block_size=block_size)
+        result = import_paths(paths, fmt, salt=salt, block_size=block_size, include_discarded=include_discarded)
     except (ImportFailure, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for path, reason, explicit in result.refused:
