@@ -9,12 +9,23 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from workload_gen.data import VOCAB, Project
+from workload_gen.data import VOCAB, Project, toml
 from workload_gen.names import article, camel, gerund, plural, singular
 
 VERBS: tuple[str, ...] = tuple(VOCAB["verbs"])
 ATTRS: tuple[str, ...] = tuple(VOCAB["attrs"])
 WORDS: tuple[str, ...] = tuple(VOCAB["words"])
+TEXT = toml("codegen.toml")  # the prose of generated docstrings and module headers
+
+
+def _return_kind(returns: str) -> str:
+    """The key of codegen.toml's docstring summaries for a return annotation."""
+    if returns in ("None", "bool", "int", "str"):
+        return returns.lower()
+    for prefix, kind in (("list", "list"), ("dict", "dict"), ("Iterator", "iterator")):
+        if returns.startswith(prefix):
+            return kind
+    return "optional" if returns.endswith("| None") else "object"
 
 
 @dataclass(frozen=True)
@@ -108,52 +119,30 @@ class CodeGen:
         one = singular(rest.replace("_", " ") or self.noun())
         many = plural(one)
         first = f"``{params[0][0]}``" if params else f"the {many}"
-        verb_c = verb.capitalize()
-        if returns == "None":
-            options = [f"{verb_c} {first} in place.", f"{verb_c} {first} and record the change in the stats counter."]
-        elif returns == "bool":
-            options = [f"Whether {first} is an acceptable {one}.", f"Return True when {first} matches a known {one}."]
-        elif returns == "int":
-            options = [f"Count the enabled {many} in {first}.", f"{verb_c} {first} and return how many {many} changed."]
-        elif returns == "str":
-            options = [f"Render {first} as {article(one)} {one} string.", f"{verb_c} {first} into its text form."]
-        elif returns.startswith("list"):
-            options = [f"{verb_c} {first} and return the {many} in input order.",
-                       f"{verb_c} every {one} in {first}, keeping their order."]  # fmt: skip
-        elif returns.startswith("dict"):
-            options = [f"Map the {many} in {first} by key.", f"{verb_c} {first} into a lookup table of {many}."]
-        elif returns.endswith("| None"):
-            options = [f"Return the {one} for {first}, or ``None`` when there is none."]
-        elif returns.startswith("Iterator"):
-            options = [f"Yield the {many} from {first} that pass the filter.", f"Iterate over the {many} of {first}."]
-        else:
-            options = [f"Build {article(one)} {one} from {first}; raises {self.p.errors[0]} when it is malformed.",
-                       f"{verb_c} {first} into a new {one}."]  # fmt: skip
-        options.append(f"{gerund(verb).capitalize()} helper used by the public API; keeps {first} unchanged.")
+        words = {"verb": verb, "Verb": verb.capitalize(), "Gerund": gerund(verb).capitalize(), "first": first}
+        words |= {"one": one, "many": many, "a": article(one), "error": self.p.errors[0]}
+        options = [t.format_map(words) for t in TEXT["docstring"]["summary"][_return_kind(returns)]]
+        options.append(TEXT["docstring"]["summary"]["helper"].format_map(words))
         summary = rng.choice(options)
         lines = [f'{indent}"""{summary}']
         roll = rng.random()
         if roll < 0.35 and params:
             lines.append("")
-            why = rng.choice(
-                (
-                    f"This runs on every {self.noun()} lookup, so it avoids copying {first} unless it has to.",
-                    f"Kept separate from the class so that the {self.noun()} loader can reuse it.",
-                    f"The order matters: callers rely on the first {one} winning over later ones.",
-                    f"Older releases accepted a plain string here; that is still supported for {first}.",
-                )
-            )
+            nouns = {"noun_1": self.noun(), "noun_2": self.noun()}
+            why = rng.choice([t.format_map(words | nouns) for t in TEXT["docstring"]["why"]])
             lines.append(f"{indent}{why}")
         if 0.35 <= roll < 0.6 and params:
             lines += ["", f"{indent}Args:"]
             for pname, _ in params[:3]:
-                lines.append(f"{indent}    {pname}: the {pname.replace('_', ' ')} to {verb}.")
+                arg = TEXT["docstring"]["arg"].format(name=pname, words=pname.replace("_", " "), verb=verb)
+                lines.append(f"{indent}    {arg}")
             if returns != "None":
+                how = TEXT["docstring"]["returns_how"]
                 what = many if returns.startswith(("list", "dict", "Iterator")) else one
                 lines += [
                     "",
                     f"{indent}Returns:",
-                    f"{indent}    The {what} {rng.choice(('found', 'built', 'in order'))}.",
+                    f"{indent}    " + TEXT["docstring"]["returns"].format(what=what, how=rng.choice(how)),
                 ]
         if len(lines) == 1:
             lines[0] += '"""'

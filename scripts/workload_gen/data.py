@@ -85,6 +85,14 @@ def text(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 
 
+def fill(template: str, values: dict[str, Any], where: str) -> str:
+    """``template`` with its {names} filled in; a name the generator does not provide is a one-line error."""
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise SystemExit(f"{DATA}/{where}: cannot fill in {template[:60]!r}: {exc!r}") from None
+
+
 def _project(path: Path) -> Project:
     raw = toml(f"projects/{path.name}")
     lists = {k: tuple(v) for k, v in raw.items() if isinstance(v, list) and k not in ("fixes", "failures")}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workload_gen.codegen import VERBS, WORDS, ClassDef, CodeGen, FuncDef
+from workload_gen.codegen import TEXT, VERBS, WORDS, ClassDef, CodeGen, FuncDef
 from workload_gen.data import VOCAB
 from workload_gen.names import camel, from_import, import_block, plural
 
@@ -166,25 +166,13 @@ class ModuleGen(CodeGen):
         return text.replace("\n\n\n\n", "\n\n\n")
 
     def module_blurb(self, mod: str) -> str:
-        nouns = self.p.nouns
-        return self.rng.choice(
-            (
-                f"{plural(self.noun())} and the helpers around them.",
-                f"turning {plural(nouns[0])} into {plural(self.noun())}.",
-                f"the {mod} layer between {plural(self.noun())} and the public API.",
-            )
-        )
+        draws = {f"nouns_{i}": plural(self.noun()) for i in (1, 2, 3)}
+        words = draws | {"main_nouns": plural(self.p.nouns[0]), "mod": mod}
+        return self.rng.choice([t.format_map(words) for t in TEXT["module"]["blurb"]])
 
     def module_para(self, mod: str) -> str:
-        return self.rng.choice(
-            (
-                f"Nothing in here does I/O; the {self.noun()} backends call into it, which keeps it easy to test.",
-                f"The functions are pure where possible. Classes hold state that must survive between "
-                f"{self.noun()} calls\nand guard it with a re-entrant lock.",
-                f"See docs/{mod}.md for the user-facing description. Public names are re-exported from\n"
-                f"``{self.p.name}.__init__``; everything prefixed with an underscore may change without notice.",
-            )
-        )
+        words = {"noun_1": self.noun(), "noun_2": self.noun(), "mod": mod, "name": self.p.name}
+        return self.rng.choice([t.format_map(words) for t in TEXT["module"]["paragraph"]])
 
     def arg(self, category: str) -> str:
         """A test-side literal for a parameter of ``category``, so generated tests call with plausible values."""

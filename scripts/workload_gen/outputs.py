@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import random
 
+from workload_gen.data import toml
+
+OUT = toml("outputs.toml")  # the fixed text of tool outputs
+
 SUBMIT_COMMAND = "git add -A && git diff --cached --stat && echo AGENT_TASK_SUBMITTED"
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from workload_gen.data import Project
+from workload_gen.data import Project, text, toml
 from workload_gen.modules import ModuleGen
 from workload_gen.names import camel
+
+FILES: dict[str, str] = toml("repo/files.toml") | {"pyproject": text("repo/pyproject.toml.in")}
 
 
 @dataclass
@@ -29,11 +31,9 @@ def build_repo(rng: random.Random, p: Project) -> Repo:
     pkg_dir = f"src/{p.name}" if p.layout == "src" else p.name
     files: dict[str, str] = {}
     tests: dict[str, list[str]] = {}
-    err_lines = [f'"""Exceptions raised by {p.name}."""', "", "", f"class {camel(p.name)}Error(Exception):"]
-    err_lines += [f'    """Base class for every error {p.name} raises on purpose."""']
-    for err in p.errors:
-        err_lines += ["", "", f"class {err}({camel(p.name)}Error):", f'    """{err[:-5]} problem."""']
-    files[f"{pkg_dir}/errors.py"] = "\n".join(err_lines) + "\n"
+    values = {"name": p.name, "Name": camel(p.name), "NAME": p.name.upper(), "version": p.version, "title": p.title}
+    classes = "".join(FILES["error_class"].format_map(values | {"error": e, "kind": e[:-5]}) for e in p.errors)
+    files[f"{pkg_dir}/errors.py"] = FILES["errors"].format_map(values | {"classes": classes})
     # target module: the buggy function among generated code
     target = f"{pkg_dir}/{p.module}.py"
     errors = ", ".join(sorted(p.errors))
@@ -52,12 +52,9 @@ def build_repo(rng: random.Random, p: Project) -> Repo:
             inject.append(p.caller)
         files[f"{pkg_dir}/{mod}.py"] = gen.module(mod, lines, inject, local)
         defs[mod] = (gen.funcs, gen.classes)
-    files[f"{pkg_dir}/__init__.py"] = (
-        f'"""{p.name}: {p.title.split(" ")[0].lower()} and friends."""\n\n'
-        f"from .errors import {camel(p.name)}Error, {', '.join(p.errors)}\n\n"
-        f'__all__ = ["{camel(p.name)}Error", {", ".join(repr(e).replace(chr(39), chr(34)) for e in p.errors)}]\n'
-        f'__version__ = "{p.version}"\n'
-    )
+    quoted = ", ".join(f'"{e}"' for e in p.errors)
+    init = {"first_word": p.title.split(" ")[0].lower(), "errors": ", ".join(p.errors), "quoted_errors": quoted}
+    files[f"{pkg_dir}/__init__.py"] = FILES["init"].format_map(values | init)
     # tests
     support_names = [line.split()[1].split("(")[0].rstrip(":") for line in p.support.split("\n")
                      if line.startswith(("class ", "def "))]  # fmt: skip
@@ -69,14 +66,10 @@ def build_repo(rng: random.Random, p: Project) -> Repo:
             text, ids = gen.test_module(mod, funcs[:5], classes[:2], (), [])
         files[f"tests/test_{mod}.py"] = text
         tests[f"tests/test_{mod}.py"] = ids
-    files["tests/conftest.py"] = (
-        f'"""Shared fixtures: every test gets an isolated {p.name} home directory."""\n\nimport pytest\n\n\n'
-        f"@pytest.fixture(autouse=True)\ndef _isolated_home(tmp_path, monkeypatch):\n"
-        f'    monkeypatch.setenv("{p.name.upper()}_HOME", str(tmp_path))\n'
-    )
+    files["tests/conftest.py"] = FILES["conftest"].format_map(values)
     files["pyproject.toml"] = pyproject(p)
-    files["README.md"] = f"# {p.name}\n\n{p.title}\n"
-    files["CHANGELOG.md"] = f"# Changelog\n\n## {p.version}\n"
+    files["README.md"] = FILES["readme"].format_map(values)
+    files["CHANGELOG.md"] = FILES["changelog"].format_map(values)
     return Repo(
         files=files,
         original=dict(files),
@@ -102,39 +95,6 @@ def inject_top(text: str, support: str, buggy: str, rng: random.Random) -> str:
 def pyproject(p: Project) -> str:
     """The project's pyproject.toml; agents read it, so it must agree with the layout and deps."""
     deps = "\n".join(f'    "{d}",' for d in p.deps)
-    where = '\n[tool.setuptools.packages.find]\nwhere = ["src"]\n' if p.layout == "src" else ""
-    return f"""[build-system]
-requires = ["setuptools>=68", "wheel"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{p.name}"
-version = "{p.version}"
-description = "{p.title.split(" ")[0]} and related utilities"
-readme = "README.md"
-requires-python = ">=3.9"
-license = {{ text = "MIT" }}
-dependencies = [
-{deps}
-]
-
-[project.optional-dependencies]
-test = ["pytest>=7.4", "pytest-cov>=4.1", "hypothesis>=6.90"]
-docs = ["sphinx>=7.2", "furo>=2023.9.10"]
-{where}
-[tool.pytest.ini_options]
-testpaths = ["tests"]
-addopts = "-ra --strict-markers"
-filterwarnings = ["error::DeprecationWarning:{p.name}.*"]
-
-[tool.ruff]
-line-length = 100
-target-version = "py39"
-
-[tool.ruff.lint]
-select = ["E", "F", "I", "UP", "B"]
-
-[tool.coverage.run]
-source = ["{p.name}"]
-branch = true
-"""
+    where = FILES["src_layout"] if p.layout == "src" else ""
+    values = {"name": p.name, "version": p.version, "first_word": p.title.split(" ")[0], "deps": deps, "where": where}
+    return FILES["pyproject"].format_map(values)

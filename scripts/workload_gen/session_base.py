@@ -10,12 +10,23 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from replay.workload.tokens import Tokenizer
-from workload_gen.data import Project, Shape
-from workload_gen.outputs import fake_sha
+from workload_gen.data import DATA, Project, Shape, fill, toml
+from workload_gen.outputs import OUT, fake_sha
 from workload_gen.plan import make_plan
 from workload_gen.repo import build_repo
+
+VOICE = toml("voice.toml")
+
+
+def _entry(key: str) -> Any:
+    section, _, name = key.partition(".")
+    try:
+        return VOICE[section][name]
+    except KeyError:
+        raise SystemExit(f"{DATA / 'voice.toml'}: [{section}] has no {name!r}") from None
 
 
 @dataclass
@@ -78,6 +89,32 @@ class SessionBase:
         self.commit = fake_sha(self.rng, 12)
         self.said: set[str] = set()
         self._line_tokens: dict[tuple[str, str], list[int]] = {}
+        p, repo = project, self.repo
+        self.ctx = {  # the names voice.toml may use in every sentence
+            "func": p.func, "name": p.name, "title": p.title, "module": p.module, "org": p.org,
+            "version": p.version, "error": p.errors[0], "cause": p.cause, "fix_note": p.fix_note,
+            "fix_gist": p.fix_note.split(",")[0], "hunch": p.hunch, "Hunch": p.hunch[0].upper() + p.hunch[1:],
+            "target": repo.target, "caller": repo.caller_path, "caller_module": p.others[0],
+            "test_path": repo.test_path, "pkg_dir": repo.pkg_dir,
+        }  # fmt: skip
+
+    def git_status(self, files: dict[str, str]) -> list[str]:
+        """`git status` of the working tree ``files`` against the checkout."""
+        status = OUT["git_status"]
+        modified = [status["modified"].format(path=p) for p in sorted(files) if files[p] != self.repo.original.get(p)]
+        return [*status["head"], *modified, *status["tail"]]
+
+    def pick(self, key: str, **values: object) -> str:
+        """One of the alternatives under ``key`` (see :meth:`say`)."""
+        return self.say(*self.voice(key, **values))
+
+    def voice(self, key: str, **values: object) -> list[str]:
+        """The alternatives ``voice.toml`` lists under ``section.key``, filled in with the session's values."""
+        return [fill(t, self.ctx | values, f"voice.toml {key}") for t in _entry(key)]
+
+    def words(self, key: str, **values: object) -> str:
+        """The one sentence ``voice.toml`` has under ``section.key``, filled in."""
+        return fill(_entry(key), self.ctx | values, f"voice.toml {key}")
 
     # ---- token and file helpers -------------------------------------------------------------------------
     def count(self, text: str) -> int:
@@ -140,68 +177,11 @@ class SessionBase:
             return thought
         good = next(g for g, b in zip(p.repro_good.split("\n"), p.repro_bad.split("\n"), strict=False) if g != b)
         level = 3 if self.test_added else 2 if self.reproduced else 1 if self.seen_files else 0
-        caller = self.repo.caller_path
-        module = self.repo.target
-        if not self.patched or kind == "patch":
-            # (earliest phase, sentence): 0 = nothing read yet, 1 = code read, 2 = reproduced, 3 = test written
-            staged = [
-                (0, f"Whatever the fix is, the public signature of `{p.func}` should not change, since `{caller}` "
-                    "and library users call it directly."),
-                (0, "The issue shows a single example, so I'll also keep an eye on neighbouring inputs that work "
-                    "today and must keep working."),
-                (0, "Reading a bit more context now is cheaper than a fix that has to be redone because I missed an "
-                    "invariant."),
-                (0, f"The fix will need a regression test in `{self.repo.test_path}`; I'll write it before touching "
-                    f"`{module}`."),
-                (0, f"I'm keeping in mind what the docstring of `{p.func}` promises, because the fix has to honour "
-                    "it."),
-                (1, f"If that matches my theory, the fix should stay local to `{p.func}`."),
-                (1, f"I also want to know whether `{caller}` compensates for the current behaviour somewhere, "
-                    "because then fixing the function alone would change its output twice."),
-                (1, f"The report is specific about the inputs that fail, which points to a boundary condition in "
-                    f"`{p.func}` rather than to the way `{caller}` calls it."),
-                (1, f"So far nothing contradicts the idea that the bug is local to `{p.func}`; the callers pass "
-                    "their values straight through."),
-                (1, f"I want the data flow end to end: where the values come from in `{caller}`, how `{p.func}` "
-                    "transforms them, and what the result is used for."),
-                (1, f"It is also worth knowing how `{module}` reports invalid input, so that any new error path "
-                    "looks like the existing ones."),
-                (1, "Line numbers matter here, because I'll edit with an exact-match replacement later."),
-                (1, f"I'm not going to touch `{caller}` unless it turns out to depend on the broken behaviour."),
-                (1, f"Since `{p.func}` is short, the fix itself should be a few lines; most of the work is making "
-                    "sure they are the right few lines."),
-                (1, f"My working theory stays the same: {p.hunch}."),
-                (1, f"Once this is fixed, the reproduction should print `{good}` on the line that is wrong today."),
-                (2, "I'll keep /tmp/repro.py around so that I can compare the behaviour before and after the "
-                    "change."),
-                (3, "At this point I'm fairly confident about the cause, and the failing test will confirm it."),
-                (3, "Having a failing test first means I will know for certain when the fix works."),
-            ]  # fmt: skip
-            options = [text for stage, text in staged if stage <= level]
+        if not self.patched or kind == "patch":  # the sentences of every phase reached so far, in order
+            phases = ("read_nothing_yet", "read_code", "reproduced", "test_written")[: level + 1]
+            options = [t for phase in phases for t in self.voice(f"plan_sentence.{phase}", good=good)]
         else:
-            options = [
-                "Nothing so far suggests a second code path with the same problem, but I'll keep checking as I verify.",
-                f"After that I'll look at the whole diff once more; it should only touch `{module}` and "
-                f"`{self.repo.test_path}`.",
-                "If anything unrelated fails I'll check it against the unmodified checkout before drawing conclusions.",
-                "The fix changes behaviour only for the inputs described in the issue; everything else goes "
-                "through the same code path as before.",
-                "I'm deliberately not refactoring the surrounding code: a reviewer should be able to verify the "
-                "change at a glance.",
-                "If a test elsewhere encoded the old behaviour it would show up now, and I'd have to decide whether "
-                "that test or my fix is wrong.",
-                "The comment I added says why the special case exists, so that nobody removes it later as a "
-                "simplification.",
-                "CI runs the same commands, so a clean local run is a good predictor of a green pipeline.",
-                f"The reproduction should keep printing `{good}` as its first line from now on.",
-                f"To recap the change: I {p.fix_note.split(',')[0]}, and nothing else in `{module}` was touched.",
-                "Edge cases next to the reported one matter as much as the example itself, because that is where "
-                "a too-narrow fix would show.",
-                f"The regression tests now encode the behaviour from the issue, so a future refactoring of "
-                f"`{p.func}` cannot silently bring the bug back.",
-                "I'm not adding a changelog entry: this project assembles the changelog from pull request titles.",
-                f"None of the callers in `{caller}` needs an adjustment, because they only pass the values through.",
-            ]
+            options = self.voice("plan_sentence.after_fix", good=good)
         fresh = [o for o in options if o not in self.said and not (p.cause in o and p.cause in thought)]
         if not fresh:
             return thought
@@ -226,22 +206,22 @@ class SessionBase:
             parts.append("the class" + ("es " if len(classes) > 1 else " ") + ", ".join(f"`{c}`" for c in classes[:4]))
         if funcs:
             parts.append("the function" + ("s " if len(funcs) > 1 else " ") + ", ".join(f"`{f}`" for f in funcs[:4]))
-        what = " and ".join(parts) if parts else "method bodies of the classes defined above"
-        note = f"Lines {start}-{end} of `{path}` show {what}."
+        what = " and ".join(parts) if parts else self.words("describe.nothing_new")
+        note = self.words("describe.note", start=start, end=end, path=path, what=what)
         if path == self.repo.target:
             fs, fe = self.func_span(path, self.p.func)
             if start <= fs <= end:
-                note += f" `{self.p.func}` itself is at lines {fs}-{fe}."
+                note += self.words("describe.func_at", fs=fs, fe=fe)
         text = "\n".join(chunk)
         conventions = []
         if "raise " in text and "Error(f" in text:
-            conventions.append("errors are raised as the package's own exception classes with f-string messages")
+            conventions.append(self.words("describe.errors"))
         if "self._lock" in text:
-            conventions.append("shared state is guarded by an `RLock`")
+            conventions.append(self.words("describe.lock"))
         if "@dataclass" in text:
-            conventions.append("plain data lives in dataclasses")
+            conventions.append(self.words("describe.dataclass"))
         if "Args:" in text:
-            conventions.append("longer docstrings use Google-style `Args:`/`Returns:` sections")
+            conventions.append(self.words("describe.docstrings"))
         if conventions and self.rng.random() < 0.7:
-            note += f" Worth keeping in mind: {self.rng.choice(conventions)}."
+            note += self.words("describe.keep", convention=self.rng.choice(conventions))
         return note

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workload_gen.codegen import WORDS
 from workload_gen.data import Failure
-from workload_gen.outputs import banner, fake_sha
+from workload_gen.outputs import OUT, banner, fake_sha
 from workload_gen.session_base import SessionBase, Step
 
 
@@ -56,15 +56,8 @@ class TestSteps(SessionBase):
 
     def unrelated_failure(self, test: str) -> list[str]:
         path, name = test.split("::")
-        return [
-            banner(name, "_"),
-            "",
-            f"    def {name}():",
-            ">       import yaml",
-            "E       ModuleNotFoundError: No module named 'yaml'",
-            "",
-            f"{path}:{self.unrelated_line}: ModuleNotFoundError",
-        ]
+        values = {"banner": banner(name, "_"), "test": name, "path": path, "line": self.unrelated_line}
+        return [t.format_map(values) for t in OUT["pytest"]["unrelated_failure"]]
 
     def warnings_section(self, files: list[str], count: int) -> list[str]:
         """A pytest warnings summary: third-party deprecations and resource warnings, as real suites have."""
@@ -77,26 +70,12 @@ class TestSteps(SessionBase):
             ids = self.repo.tests[path]
             for tid in rng.sample(ids, k=min(len(ids), rng.randint(1, 3))):
                 out.append(f"{path}::{tid}")
-            mod = rng.choice(self.p.others)
-            line = rng.randint(20, 400)
-            out += rng.choice(
-                (
-                    [f"  /testbed/{self.repo.pkg_dir}/{mod}.py:{line}: PendingDeprecationWarning: passing "
-                     f"`strict` positionally is deprecated and will stop working in {self.p.name} "
-                     f"{int(self.p.version.split('.')[0]) + 1}.0; use strict=...",
-                     "    warnings.warn("],
-                    ["  /usr/local/lib/python3.11/site-packages/_pytest/python.py:194: ResourceWarning: unclosed file "
-                     f"<_io.TextIOWrapper name='/tmp/pytest-of-root/pytest-0/{tid[:40]}0/{rng.choice(WORDS)}.json' "
-                     "mode='r' encoding='UTF-8'>", "    result = testfunction(**testargs)"],
-                    ["  /usr/local/lib/python3.11/site-packages/dateutil/tz/tz.py:37: DeprecationWarning: "
-                     "datetime.datetime.utcfromtimestamp() is deprecated and scheduled for removal in a future "
-                     "version. Use timezone-aware objects to represent datetimes in UTC: "
-                     "datetime.datetime.fromtimestamp(timestamp, datetime.UTC).",
-                     "    EPOCH = datetime.datetime.utcfromtimestamp(0)"],
-                )
-            )  # fmt: skip
+            values = self.ctx | {"module": rng.choice(self.p.others), "line": rng.randint(20, 400)}
+            values |= {"next_major": int(self.p.version.split(".")[0]) + 1, "test": tid[:40], "word": rng.choice(WORDS)}
+            variants = [[t.format_map(values) for t in lines] for lines in OUT["pytest"]["warnings"]]
+            out += rng.choice(variants)
             out.append("")
-        out.append("-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html")
+        out.append(OUT["pytest"]["warnings_docs"])
         return out
 
     def run_tests(
@@ -139,7 +118,7 @@ class TestSteps(SessionBase):
                 if f.test_id in failing:
                     out.append(f"FAILED {self.repo.test_path}::{f.test_id} - {f.lines[0]}"[:200])
             if extra_fail:
-                out.append(f"FAILED {extra_fail} - ModuleNotFoundError: No module named 'yaml'")
+                out.append(OUT["pytest"]["unrelated_summary"].format(test=extra_fail))
         secs = self.rng.uniform(0.3, 3.0) * (1 + total / 150)
         parts = [f"{nfail} failed"] if nfail else []
         parts.append(f"{total - nfail} passed")
@@ -158,20 +137,17 @@ class TestSteps(SessionBase):
             (f"{base} -v -p no:cacheprovider", self.run_tests([path], True, failing)),
         ]
         cmd, out = self.closest(candidates, budget)
-        thought = self.say(
-            "Now I'll run the test module to confirm the new tests fail on the current code, and for the reason "
-            "described in the issue rather than because of a mistake in the test. An import error or a typo in "
-            "the test would also fail, and I want to rule that out before touching the library.",
-            f"Let me run `{path}` and check that exactly the new regression tests fail, with assertion errors that "
-            "match the wrong values from the reproduction. Existing tests in the module should still pass, which "
-            "also tells me the file still imports cleanly after my append.",
-        )
-        self.last_tests = f"{len(failing)} failed (the new tests), the rest passed"
+        thought = self.pick("pytest_fail.thought", path=path)
+        self.last_tests = self.words("pytest_fail.status", n=len(failing))
         first = p.failures[0].lines[0]
         first = first if len(first) <= 100 else first[:90].rstrip() + " ..."
         n_old = len(self.repo.tests[path]) - len(p.new_ids)
-        fails = "1 test fails, the new one," if len(failing) == 1 else f"{len(failing)} tests fail, all of them new,"
-        note = f"{fails} with `{first}`; the {n_old} existing tests pass."
+        fails = (
+            self.words("pytest_fail.one_fails")
+            if len(failing) == 1
+            else self.words("pytest_fail.some_fail", n=len(failing))
+        )
+        note = self.words("pytest_fail.note", fails=fails, first=first, n_old=n_old)
         return Step(thought, cmd, out, rc=1, note=note)
 
     def step_pytest_pass(self, budget: int) -> Step:
@@ -187,16 +163,9 @@ class TestSteps(SessionBase):
         cmd, out = self.closest(candidates, budget)
         ran = [f for f in cmd.split() if f.startswith("tests/")]
         n = sum(len(self.repo.tests[f]) for f in ran)
-        self.last_tests = f"{n} passed in {' and '.join(f'`{f}`' for f in ran)}"
-        thought = self.say(
-            "With the fix applied, let me rerun the tests; the new ones should pass and the existing ones should "
-            f"be unaffected. If an existing test breaks, it means some caller relied on the old behaviour of "
-            f"`{self.p.func}`, and I need to understand that before going further.",
-            f"Let me run the tests again to see whether the regression tests pass now, together with the tests of "
-            f"`{self.p.others[0]}`, which calls `{self.p.func}`. Those are the tests most likely to notice a "
-            "change in the function's output.",
-        )
-        return Step(thought, cmd, out, note=f"All {n} tests pass, including the new regression tests.")
+        self.last_tests = self.words("pytest_pass.status", n=n, files=" and ".join(f"`{f}`" for f in ran))
+        thought = self.pick("pytest_pass.thought")
+        return Step(thought, cmd, out, note=self.words("pytest_pass.note", n=n))
 
     def step_pytest_verbose(self, budget: int) -> Step:
         files = [self.repo.test_path]
@@ -205,13 +174,9 @@ class TestSteps(SessionBase):
             files.append(others.pop(0))
         out = self.run_tests(files, True, set())
         n = sum(len(self.repo.tests[f]) for f in files)
-        thought = self.say(
-            "Let me run the tests of the affected module together with its neighbours in verbose mode, so I can "
-            "see every test name and confirm that nothing was skipped silently.",
-            "I'll run the related test modules with -v to see each test result individually.",
-        )
+        thought = self.pick("pytest_verbose.thought")
         cmd = f"python -m pytest {' '.join(files)} -v -p no:cacheprovider"
-        return Step(thought, cmd, out, note=f"All {n} tests in {len(files)} modules pass; nothing was skipped.")
+        return Step(thought, cmd, out, note=self.words("pytest_verbose.note", n=n, files=len(files)))
 
     def full_candidates(self, extra_fail: str | None) -> list[tuple[str, str]]:
         files = sorted(self.repo.tests)
@@ -224,14 +189,10 @@ class TestSteps(SessionBase):
     def step_pytest_full(self, budget: int) -> Step:
         cmd, out = self.closest(self.full_candidates(None), budget)
         n = sum(len(v) for v in self.repo.tests.values())
-        self.last_tests = f"full suite: {n} passed"
-        thought = self.say(
-            "Finally, let me run the whole test suite to make sure the change does not break anything elsewhere in "
-            "the package.",
-            "The targeted tests pass. I'll run the complete suite as a last check before submitting.",
-        )
-        warn = " The warnings are all pre-existing and unrelated." if "warnings summary" in out else ""
-        return Step(thought, cmd, out, note=f"The full suite passes ({n} tests).{warn}")
+        self.last_tests = self.words("pytest_full.status", n=n)
+        thought = self.pick("pytest_full.thought")
+        warn = self.words("pytest_full.warnings") if "warnings summary" in out else ""
+        return Step(thought, cmd, out, note=self.words("pytest_full.note", n=n, warn=warn))
 
     def step_pytest_full_unrelated(self, budget: int) -> Step:
         files = sorted(self.repo.tests)
@@ -241,41 +202,22 @@ class TestSteps(SessionBase):
         self.unrelated = f"{victim}::{name}"
         self.unrelated_line = len(self.lines(victim)) + 3
         cmd, out = self.closest(self.full_candidates(self.unrelated), budget)
-        thought = self.say(
-            "Now the whole suite, to check that nothing else depends on the old behaviour.",
-            "Let me run the full test suite to catch any indirect breakage from my change.",
-        )
+        thought = self.pick("pytest_full_unrelated.thought")
         return Step(thought, cmd, out, rc=1)
 
     def step_stash_check(self, budget: int) -> Step:
         test = self.unrelated
         saved = dict(self.repo.files)
         self.repo.files = dict(self.repo.original)
+        stash = OUT["stash"]
         res = [
-            f"Saved working directory and index state WIP on main: {self.commit[:7]} Merge pull request "
-            f"#{self.rng.randint(300, 999)} from {self.p.org}/release-{self.p.version}",
+            stash["saved"].format_map(self.ctx | {"commit": self.commit[:7], "pr": self.rng.randint(300, 999)}),
             *self.run_tests([test.split("::")[0]], False, set(), extra_fail=test).split("\n"),
         ]
         self.repo.files = saved
-        res += [
-            "On branch main",
-            "Changes not staged for commit:",
-            '  (use "git add <file>..." to update what will be committed)',
-            '  (use "git restore <file>..." to discard changes in working directory)',
-            *[f"\tmodified:   {p}" for p in sorted(saved) if saved[p] != self.repo.original.get(p)],
-            "",
-            'no changes added to commit (use "git add" and/or "git commit -a")',
-            f"Dropped refs/stash@{{0}} ({fake_sha(self.rng)})",
-        ]
-        thought = (
-            f"Only `{test}` fails, with `ModuleNotFoundError: No module named 'yaml'`. That test imports an optional "
-            "dependency that is not installed here and has nothing to do with my change. To be sure, I'll stash my "
-            "changes, run that test module on the pristine checkout, and restore my work."
-        )
+        res += [*self.git_status(saved), stash["dropped"].format(sha=fake_sha(self.rng))]
+        thought = self.words("stash_check.thought", test=test)
         cmd = f"git stash && python -m pytest {test.split('::')[0]} -q -p no:cacheprovider; git stash pop"
-        note = (
-            f"With my change stashed, `{test}` fails in the same way, so it is a pre-existing environment problem "
-            "(PyYAML is not installed), not a regression; my changes are restored."
-        )
-        self.last_tests = f"full suite green except the pre-existing failure {test}"
+        note = self.words("stash_check.note", test=test)
+        self.last_tests = self.words("stash_check.status", test=test)
         return Step(thought, cmd, "\n".join(res), note=note, reacts=True)
