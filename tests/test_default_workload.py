@@ -157,3 +157,22 @@ def test_generator_reproduces_the_shipped_file(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == WORKLOAD.read_bytes(), "regenerate with: python scripts/make_default_workload.py"
+
+
+def test_project_files_agree_with_themselves() -> None:
+    """What an editor of scripts/default_workload/projects/*.toml must keep true for the generator to work."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from workload_gen.data import projects
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    found = projects()
+    assert len(found) >= 8 and len({p.name for p in found}) == len(found)
+    for p in found:
+        assert p.func in p.buggy and p.func in p.caller, p.name
+        for old, _ in p.fixes:
+            assert p.buggy.count(old) == 1, (p.name, old)  # the patch replaces one exact block
+        assert {f.test_id for f in p.failures} <= set(p.new_ids), p.name
+        for f in p.failures:
+            assert f.marker in p.test_src, (p.name, f.marker)  # pytest marks that source line with ">"
+        assert p.repro_bad != p.repro_good and p.shape.turns >= 10, p.name

@@ -492,7 +492,7 @@ def test_cli_import_directory_skips_non_trajectories_and_refuses_named_ones(tmp_
     res = runner.invoke(main, ["import", str(src), "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert "skipped" in res.output and "README.md: not JSON" in res.output
-    assert "1 trajectories, 1 turns" in res.output
+    assert "1 trajectory, 1 turn" in res.output and "trajectories" not in res.output
     assert load_workload([out]).turns == 1
     res = runner.invoke(main, ["import", str(src / "README.md"), "-o", str(out)])
     assert res.exit_code == 1 and "README.md: refused: not JSON or JSON Lines" in res.output
@@ -500,3 +500,78 @@ def test_cli_import_directory_skips_non_trajectories_and_refuses_named_ones(tmp_
     assert res.exit_code == 0 and json.loads(res.stdout.splitlines()[0])["format"] == "replay.trajectory/1"
     res = runner.invoke(main, ["import", str(src / "log.jsonl"), "--from", "weka", "-o", str(out)])
     assert res.exit_code == 1 and "log.jsonl: $.block_size: missing; expected the block size" in res.output
+
+
+def test_claude_code_says_per_call_how_much_context_the_transcript_lacks(tmp_path):
+    result, trajs = load(tmp_path, _session(tmp_path))
+    for imported in result.trajectories:
+        loaded = trajs[imported.id]
+        gaps = [t.recorded["unrecorded_context_tokens"] for t in loaded.turns]
+        # provider's prompt (input + cache read + cache creation) minus what the replay sends, call by call
+        assert gaps == [t.recorded["prompt_tokens"] - t.prompt_tokens_est for t in loaded.turns]
+        assert imported.header["source"]["unrecorded_context_tokens"] == sum(gaps)
+        assert "system prompt" in imported.header["source"]["unrecorded_context_note"]
+
+
+# ------------------------------------------------------------------------------------------- mini-swe-agent
+
+
+def _mini(tmp_path: Path) -> Path:
+    def assistant(n, command, completion, ts):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "bash", "arguments": json.dumps(command)}}
+        usage = {"prompt_tokens": 100 * n, "completion_tokens": completion}
+        return {"role": "assistant", "content": None, "tool_calls": [call],
+                "extra": {"timestamp": ts, "response": {"created": int(ts) - 1, "usage": usage}}}  # fmt: skip
+
+    def tool(n, text, ts):
+        return {"role": "tool", "tool_call_id": f"c{n}", "content": text, "extra": {"timestamp": ts}}
+
+    error = {"role": "user", "content": "No tool calls found.", "extra": {"interrupt_type": "FormatError"}}
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "fix it"},
+        assistant(1, "ls", 30, 10.0),
+        tool(1, "a.py", 11.0),
+        error,
+        dict(error),
+        assistant(2, "cat a.py", 50, 20.0),
+        tool(2, "print(1)", 21.0),
+        assistant(3, "submit", 70, 30.0),
+        {"role": "exit", "content": ""},
+    ]
+    data = {"trajectory_format": "mini-swe-agent-1.1", "messages": messages,
+            "info": {"model_stats": {"api_calls": 5}}}  # fmt: skip
+    path = tmp_path / "m.traj.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_mini_swe_agent_discarded_calls_are_counted_or_replayed(tmp_path):
+    path = _mini(tmp_path)
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    kept, kept_trajs = load(tmp_path / "a", path)
+    (plain,) = kept.trajectories
+    assert len(plain.turns) == 3 and plain.header["source"]["unrecorded_calls"] == 2
+    assert plain.header["source"]["unrecorded_calls_replayable"] is True
+    full, full_trajs = load(tmp_path / "b", path, include_discarded=True)
+    (traj,) = full.trajectories
+    source = traj.header["source"]
+    assert len(traj.turns) == 5 == source["api_calls"] and "unrecorded_calls" not in source
+    assert source["discarded_calls"] == 2 and "stand-in answer of 50 tokens" in source["discarded_calls_note"]
+    first, d1, d2, second, _ = traj.turns
+    for d in (d1, d2):  # exact input, an empty stand-in answer as long as the median kept answer
+        assert d["recorded"] == {"discarded": "FormatError", "output_missing": True}
+        assert d["output"] == {"content": ""} and d["output_tokens"] == 50 and d["tool_time_s"] == 0.0
+    assert d1["append"] == [{"role": "tool", "tool_call_id": "c1", "content": "a.py"}] and "truncate_to" not in d1
+    # each next call drops the discarded answer again and sees the error message, as the agent did
+    assert d2["truncate_to"] == 4 and d2["append"] == [{"role": "user", "content": "No tool calls found."}]
+    assert second["truncate_to"] == 5 and second["append"] == d2["append"]
+    assert first["tool_time_s"] == pytest.approx(1.0)
+    # the calls the agent kept send exactly the requests they sent without the discarded ones
+    replayed = [t for t in full_trajs[traj.id].turns if not (t.recorded or {}).get("discarded")]
+    assert [t.prompt_tokens_est for t in replayed] == [t.prompt_tokens_est for t in kept_trajs[plain.id].turns]
+    assert [t.output_tokens for t in replayed] == [30, 50, 70]
+    res = CliRunner().invoke(main, ["import", str(path), "--include-discarded", "-o", str(tmp_path / "c.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert "1 trajectory, 5 turns ->" in res.stderr

@@ -312,6 +312,38 @@ def test_claude_code_matches_recount_and_the_weka_trace_of_the_same_session(impo
     assert {len(ts[0].turns) for p, ts in by_path.items() if "/claude-code/" in p} == {21, 23}
 
 
+def test_claude_code_unrecorded_context_per_call(imported):
+    """What the provider counted beyond what the replay sends, call by call (docs/importers.md has the figures)."""
+    result, _, workload = imported
+    weka = json.loads((REAL / "weka" / "sample_trace_with_subagent.json").read_text())
+    warm = {r["agent_id"]: r["tool_tokens"] + r["system_tokens"] for r in weka["requests"] if "agent_id" in r}
+    by_path = _by_path(result, workload)
+    for path in sorted((REAL / "claude-code").glob("agent-*.jsonl")):
+        (traj,) = by_path[str(path)]
+        usages = [json.loads(x)["message"]["usage"] for x in path.read_text().splitlines() if '"assistant"' in x]
+        recorded = [u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in usages]
+        prompts, _ = figures(*claude_calls(path)[:2])
+        gaps = [t.recorded["unrecorded_context_tokens"] for t in traj.turns]
+        assert gaps == [r - p for r, p in zip(recorded, prompts, strict=True)]
+        assert traj.source["unrecorded_context_tokens"] == sum(gaps)
+        # The first call lacks at least the system prompt and tool schemas the Weka trace measured for this agent
+        # (cl100k of the serialized prefix); the gap then only grows: each call adds text the provider counts higher.
+        assert gaps[0] >= warm[path.stem.removeprefix("agent-")]
+        assert gaps == sorted(gaps) and gaps[-1] > 1.8 * gaps[0]
+
+
+def test_mini_swe_agent_include_discarded_replays_every_counted_call(tmp_path):
+    for path in sorted((REAL / "mini-swe-agent-v2").glob("*.traj.json"))[:6]:
+        data = json.loads(path.read_text())
+        (plain,) = import_paths([path]).trajectories
+        (full,) = import_paths([path], include_discarded=True).trajectories
+        assert len(full.turns) == data["info"]["model_stats"]["api_calls"]
+        assert len(full.turns) - len(plain.turns) == plain.header["source"].get("unrecorded_calls", 0)
+        kept = [t for t in full.turns if not t.get("recorded", {}).get("discarded")]
+        assert [t["output"] for t in kept] == [t["output"] for t in plain.turns]
+        assert [t["recorded"] for t in kept] == [t["recorded"] for t in plain.turns]
+
+
 def _lcp(a, b):
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def test_figures_of_a_known_workload(tmp_path):
     assert report["prefix_reuse_mean"] == pytest.approx((t1["prefix_reuse"] + 0.0) / 2)
     assert (pooled["trajectories"], pooled["subagent_trajectories"], pooled["turns"]) == (2, 1, 4)
     text = to_text(report)
-    assert "pooled: 2 trajectories (1 subagents), 4 turns" in text
+    assert "pooled: 2 trajectories (1 subagent), 4 turns" in text
     assert f"prefix reuse: pooled {100 * report['prefix_reuse_pooled']:.1f}%" in text
     assert "↳ sub" in text
 
@@ -96,7 +97,7 @@ def test_cli_json_and_on_the_fly_import(tmp_path):
     runner = CliRunner()
     res = runner.invoke(main, ["inspect", str(src), "--json"])
     assert res.exit_code == 0, res.output
-    report = json.loads(res.output)
+    report = json.loads(res.stdout)
     ids = [t["id"] for t in report["trajectories"]]
     assert ids == ["t1", "sub", "openai-log/log/a"]  # canonical files first, then what was imported
     assert {"id", "turns", "prefix_reuse"} <= set(report["trajectories"][2])
@@ -143,3 +144,133 @@ def test_spawn_of_a_missing_subagent_is_a_loader_error(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = CliRunner().invoke(main, ["inspect", str(path)])
     assert res.exit_code == 1 and "no trajectory 'nope' in the workload" in res.output
+
+
+# ----------------------------------------------------------------------------------- what a new user saw
+
+
+def header(traj_id: str, **source) -> dict:
+    return {"format": "replay.trajectory/1", "id": traj_id, "source": {"importer": "x", **source}}
+
+
+def turn(text: str, tool: float = 0.0, **recorded) -> dict:
+    row = {"append": [msg("user", text)], "output": {"content": "ok"}, "output_tokens": 1, "tool_time_s": tool}
+    if recorded:
+        row["recorded"] = recorded
+    return row
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def cells(text: str) -> dict[str, dict[str, str]]:
+    """The table as {trajectory id: {column: cell}}: figures are right-aligned under their heads, the name last."""
+    lines = text.split("\n")
+    spans = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\S+(?: \S+)?", lines[0])]
+    *figures, (_, name_at, _) = spans
+    table = {}
+    for line in lines[2:]:
+        if not line.strip():
+            break
+        row, left = {}, 0
+        for head, _, end in figures:
+            row[head] = line[left:end].strip()
+            left = end
+        table[line[name_at:].strip().removeprefix("↳ ")] = row
+    return table
+
+
+def test_two_long_names_that_differ_in_the_middle_stay_apart(tmp_path):
+    a = "swe-agent/" + "x" * 60 + "__alpha__" + "y" * 60
+    b = "swe-agent/" + "x" * 60 + "__omega__" + "y" * 60
+    path = write(tmp_path / "w.jsonl", [header(a), turn("one"), header(b), turn("two")])
+    text = to_text(summarize(load([path])))
+    assert a in text and b in text
+    assert set(cells(text)) == {a, b}
+
+
+def test_missing_tool_time_is_a_dash_and_a_recorded_zero_is_zero(tmp_path):
+    rows = [
+        header("none", tool_time="none recorded"),
+        turn("a", latency_s=2.0),
+        turn("b", latency_s=1.0),
+        header("zero", tool_time="timestamps"),
+        turn("c", 0.0, latency_s=2.0),
+        turn("d", 0.0, latency_s=1.0),
+    ]
+    report = summarize(load([write(tmp_path / "w.jsonl", rows)]))
+    missing, zero = report["trajectories"]
+    assert missing["tool_time_s"] is None and missing["tool_share"] is None
+    assert zero["tool_time_s"] == 0.0 and zero["tool_share"] == 0.0
+    assert report["pooled"]["tool_time_s"] == 0.0 and report["pooled"]["tool_time_trajectories"] == 1
+    table = cells(to_text(report))
+    assert (table["none"]["tool s"], table["none"]["tool%"], table["none"]["model s"]) == ("-", "-", "3.0")
+    assert (table["zero"]["tool s"], table["zero"]["tool%"]) == ("0.0", "0.0%")
+    only_missing = summarize(load([write(tmp_path / "m.jsonl", rows[:3])]))
+    assert only_missing["pooled"]["tool_time_s"] is None
+    assert "tool time - (not recorded)" in to_text(only_missing)
+
+
+def test_skipped_notes_go_to_stderr_and_stdout_stays_the_report(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    canonical(src / "w.jsonl")
+    (src / "NOTES.md").write_text("# notes\n")
+    runner = CliRunner()
+    res = runner.invoke(main, ["inspect", str(src)])
+    assert res.exit_code == 0, res.output
+    assert "skipped" not in res.stdout and f"skipped {src / 'NOTES.md'}: not JSON" in res.stderr
+    res = runner.invoke(main, ["inspect", str(src), "--json"])
+    assert json.loads(res.stdout)["skipped"][0]["path"] == str(src / "NOTES.md")
+    assert "skipped" in res.stderr
+
+
+def test_calls_the_source_did_not_keep_show_in_text_and_json(tmp_path):
+    rows = [
+        header("mini/a", unrecorded_calls=5, unrecorded_calls_replayable=True),
+        turn("a"),
+        header("oh/b", unrecorded_calls=1),
+        turn("b"),
+        header("mini/c"),
+        turn("c", discarded="FormatError", output_missing=True),
+        turn("d"),
+    ]
+    report = summarize(load([write(tmp_path / "w.jsonl", rows)]))
+    a, b, c = report["trajectories"]
+    assert (a["unrecorded_calls"], a["unrecorded_calls_replayable"], b["unrecorded_calls"]) == (5, 5, 1)
+    assert (b["unrecorded_calls_replayable"], c["discarded_calls_replayed"]) == (0, 1)
+    pooled = report["pooled"]
+    assert (pooled["unrecorded_calls"], pooled["unrecorded_calls_replayable"], pooled["discarded_calls_replayed"]) == (
+        6,
+        5,
+        1,
+    )
+    text = to_text(report)
+    assert "not replayed: 6 calls the sources counted but did not keep" in text
+    assert "(5 of them: replay import --include-discarded)" in text
+    assert "replayed with a stand-in answer: 1 call " in text
+    table = cells(text)
+    assert (table["mini/a"]["lost calls"], table["oh/b"]["lost calls"], table["mini/c"]["stand-ins"]) == ("5", "1", "1")
+
+
+def test_unrecorded_context_per_trajectory_and_pooled(tmp_path):
+    rows = [
+        header("cc/a"),
+        turn("a", prompt_tokens=1000, unrecorded_context_tokens=900),
+        turn("b", prompt_tokens=3000, unrecorded_context_tokens=1100),
+        header("plain"),
+        turn("c", prompt_tokens=50),
+    ]
+    report = summarize(load([write(tmp_path / "w.jsonl", rows)]))
+    a, plain = report["trajectories"]
+    assert (a["unrecorded_context_tokens"], a["unrecorded_context_tokens_last"]) == (2000, 1100)
+    assert a["unrecorded_context_share"] == pytest.approx(2000 / 4000)
+    assert plain["unrecorded_context_tokens"] is None and plain["unrecorded_context_share"] is None
+    pooled = report["pooled"]
+    assert (pooled["unrecorded_context_tokens"], pooled["unrecorded_context_tokens_last_max"]) == (2000, 1100)
+    text = to_text(report)
+    assert "unrecorded context: 2,000 of the provider's prompt tokens (50.0%) are not in the replay" in text
+    table = cells(text)
+    assert (table["cc/a"]["unrec ctx%"], table["plain"]["unrec ctx%"]) == ("50.0%", "-")

@@ -10,8 +10,24 @@ from replay.cli.run_cmd import run
 from replay.cli.sim_cmd import sim
 from replay.cli.workload_cmd import import_cmd, inspect_cmd, synth
 
+_WHOLE = 10_000  # a short-help limit no one-line description reaches: click would cut at ~45 characters
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class WholeHelpGroup(click.Group):
+    """A group whose command list shows each command's whole one-line description (wrapped, never cut)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=_WHOLE)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=WholeHelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="replay")
 def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""

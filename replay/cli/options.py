@@ -1,4 +1,4 @@
-"""Option parsing shared by the commands."""
+"""Option parsing and help text shared by the commands."""
 
 from __future__ import annotations
 
@@ -26,3 +26,10 @@ def parse_bytes(value: str) -> int:
     if not m or unit not in _UNITS or float(m.group(1)) * _UNITS[unit] < 1:
         raise ValueError(f"{value!r}: expected a size in bytes, e.g. 1000000, 512KiB, 64MiB, 1GB")
     return int(float(m.group(1)) * _UNITS[unit])
+
+
+def profile_names() -> str:
+    """The simulated host's profile names, comma-separated, for help texts (one list: ``PROFILES``)."""
+    from replay.sim.profiles import PROFILES  # stdlib only: cheap at import time of the CLI
+
+    return ", ".join(PROFILES)

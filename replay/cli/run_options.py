@@ -13,7 +13,7 @@ from typing import Any
 import click
 import orjson
 
-from replay.cli.options import parse_bytes, parse_duration
+from replay.cli.options import parse_bytes, parse_duration, profile_names
 from replay.clients.flavour import API_FLAVOURS
 
 HOST = [
@@ -133,18 +133,12 @@ LOAD = [
 ]
 
 
-def _profile_names() -> str:
-    from replay.sim.profiles import PROFILES
-
-    return ", ".join(PROFILES)
-
-
 SIM = [
     click.option(
         "--sim-profile",
         default="default",
         show_default=True,
-        help=f"Profile of the embedded simulated host: {_profile_names()} (replay sim --list-profiles).",
+        help=f"Profile of the embedded simulated host: {profile_names()} (replay sim --list-profiles).",
     ),
     click.option(
         "--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'."

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 import orjson
 
+from replay.cli.options import profile_names
+
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -13,7 +15,7 @@ import orjson
     "--profile",
     default="default",
     show_default=True,
-    help="Simulated engine profile: default, reasoning, fast, instant, moe-8gpu, overloaded (see --list-profiles).",
+    help=f"Simulated engine profile, one of: {profile_names()}. Their figures: --list-profiles.",
 )
 @click.option("--truth-log", type=click.Path(dir_okay=False), help="Write the per-request truth log here (JSON Lines).")
 @click.option(
@@ -22,7 +24,7 @@ import orjson
     "malformed:0.01,no_usage:0.01,bad_usage:0.01' (KIND:RATE[@SECONDS]).",
 )
 @click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws.")
-@click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as JSON and exit.")
+@click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as one JSON array and exit.")
 def sim(
     host: str,
     port: int,
@@ -38,9 +40,9 @@ def sim(
     from replay.sim.server import serve
 
     if list_profiles:
-        for p in PROFILES.values():
-            click.echo(orjson.dumps({"profile": p.name, "description": p.description} | (
-                {} if p.instant else p.summary())).decode())  # fmt: skip
+        rows = [{"profile": p.name, "description": p.description} | ({} if p.instant else p.summary())
+                for p in PROFILES.values()]  # fmt: skip
+        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
         return
     try:
         get_profile(profile)

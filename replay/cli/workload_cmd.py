@@ -7,6 +7,8 @@ import sys
 import click
 import orjson
 
+from replay.workload.words import plural
+
 
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
@@ -27,6 +29,11 @@ import orjson
 )
 @click.option("--salt", help="Mooncake/Weka: salt of the text generated per block id (default: none).")
 @click.option("--block-size", type=click.IntRange(1), help="Mooncake: tokens per hashed block (default 512).")
+@click.option(
+    "--include-discarded",
+    is_flag=True,
+    help="Also replay the calls a source threw away (mini-swe-agent format errors): exact input, stand-in answer.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-file lines.")
 def import_cmd(
     paths: tuple[str, ...],
@@ -34,6 +41,7 @@ def import_cmd(
     out: str,
     salt: str | None,
     block_size: int | None,
+    include_discarded: bool,
     quiet: bool,
 ) -> None:
     """Import recorded agent sessions or traces (files or directories) as canonical trajectories."""
@@ -42,7 +50,7 @@ def import_cmd(
     from replay.workload.importers import ImportFailure, import_paths, write_canonical
 
     try:
-        result = import_paths(paths, fmt, salt=salt, block_size=block_size)
+        result = import_paths(paths, fmt, salt=salt, block_size=block_size, include_discarded=include_discarded)
     except (ImportFailure, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for path, reason, explicit in result.refused:
@@ -54,7 +62,9 @@ def import_cmd(
         raise click.ClickException("nothing to import")
     if not quiet:
         for f in result.files:
-            click.echo(f"{f.format:>14}  {f.path}: {f.trajectories} trajectories, {f.turns} turns", err=True)
+            click.echo(
+                f"{f.format:>14}  {f.path}: {plural(f.trajectories, 'trajectory')}, {plural(f.turns, 'turn')}", err=True
+            )
     if out == "-":
         write_canonical(result.trajectories, sys.stdout.buffer)
     else:
@@ -63,7 +73,7 @@ def import_cmd(
             write_canonical(result.trajectories, fh)
         os.replace(tmp, out)
     turns = sum(len(t.turns) for t in result.trajectories)
-    click.echo(f"{len(result.trajectories)} trajectories, {turns} turns -> {out}", err=True)
+    click.echo(f"{plural(len(result.trajectories), 'trajectory')}, {plural(turns, 'turn')} -> {out}", err=True)
 
 
 @click.command("inspect")
@@ -84,7 +94,7 @@ def import_cmd(
 )
 def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str | None) -> None:
     """Workload statistics: turns, context growth, prefix reuse, tool time, recorded latency and cache."""
-    from replay.workload.stats import load, plot, require_matplotlib, summarize, to_json, to_text
+    from replay.workload.stats import load, plot, require_matplotlib, skipped_notes, summarize, to_json, to_text
 
     if plot_path:
         try:
@@ -98,6 +108,8 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str 
     if plot_path:
         plot(report, plot_path)
     click.echo(to_json(report) if as_json else to_text(report))
+    for note in skipped_notes(report):  # like `replay import`: notes on stderr, so stdout stays the report
+        click.echo(note, err=True)
 
 
 @click.command()
@@ -169,7 +181,8 @@ def synth(
             fh.write(data)
         os.replace(f"{out}.tmp", out)
     lines = data.count(b"\n")
-    click.echo(f"{count} trajectories ({lines} lines) from profile {profile['name']!r}, seed {seed} -> {out}", err=True)
+    summary = f"{plural(count, 'trajectory')} ({plural(lines, 'line')}) from profile {profile['name']!r}, seed {seed}"
+    click.echo(f"{summary} -> {out}", err=True)
     if source is not None and out != "-":
         from replay.workload.trajectory import load_workload
 

@@ -24,7 +24,9 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
 }
 _UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "%": 0.01, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
-_EXPR = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(<=|>=|==|<|>)\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(ms|s|m|%|k|K|M|G)?\s*")
+_EXPR = re.compile(
+    r"\s*([A-Za-z_][\w.]*)\s*(<=|>=|==|<|>)\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(ms|s|m|%|k|K|M|G)?\s*"
+)
 _SECTIONS = ("throughput", "cache", "tasks", "client")
 
 

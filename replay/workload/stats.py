@@ -12,7 +12,13 @@ exact prefix of the previous request plus its output (whole messages).
   the mean of the per-trajectory ratios;
 - tool share = Σ tool_time_s / (Σ tool_time_s + Σ recorded latency_s), over the turns with a recorded
   latency;
-- cached share (recorded) = Σ recorded cached_tokens / Σ recorded prompt_tokens (the provider's counts).
+- cached share (recorded) = Σ recorded cached_tokens / Σ recorded prompt_tokens (the provider's counts);
+- what the replay cannot send: ``unrecorded_calls`` (calls a source counted but did not keep, from the
+  header), ``discarded_calls_replayed`` (such calls replayed with a stand-in answer) and the unrecorded
+  context (Σ ``recorded.unrecorded_context_tokens`` and its share of the provider's prompt tokens).
+
+Missing figures are None (``-`` in the text), recorded zeros are 0: a source that recorded no tool time
+(``source.tool_time`` "none recorded") has ``tool_time_s`` None, not 0.
 
 Paths that are not canonical trajectory files are imported on the fly (format auto-detected).
 """
@@ -37,6 +43,7 @@ from replay.workload.importers import (
     import_files,
     write_canonical,
 )
+from replay.workload.stats_text import plot, require_matplotlib, skipped_notes, to_text
 from replay.workload.trajectory import Trajectory, Turn, load_workload
 
 
@@ -89,18 +96,59 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _latency(turn: Turn) -> float | None:
-    v = (turn.recorded or {}).get("latency_s")
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return _number((turn.recorded or {}).get("latency_s"))
 
 
 def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
 
 
+def tool_time_recorded(traj: Trajectory) -> bool:
+    """False when the source recorded no tool time (the importer says so in the header): then it is missing, not 0."""
+    return not str(traj.source.get("tool_time", "")).startswith("none recorded")
+
+
+def _count(source: dict[str, Any], key: str) -> int:
+    value = source.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _replayable(traj: Trajectory) -> bool:
+    """The importer says ``replay import --include-discarded`` would replay the calls it did not keep."""
+    return traj.source.get("unrecorded_calls_replayable") is True
+
+
+def _gaps(traj: Trajectory) -> list[tuple[int, int]]:
+    """(unrecorded context tokens, recorded prompt tokens) of the turns whose importer measured the gap."""
+    out = []
+    for t in traj.turns:
+        rec = t.recorded or {}
+        gap, prompt = _number(rec.get("unrecorded_context_tokens")), _number(rec.get("prompt_tokens"))
+        if gap is not None and prompt is not None:
+            out.append((int(gap), int(prompt)))
+    return out
+
+
+def _unrecorded_context(traj: Trajectory) -> dict[str, Any]:
+    """Prompt tokens the provider counted beyond what the replay sends (importers that know it, per turn)."""
+    gaps = _gaps(traj)
+    total = sum(g for g, _ in gaps)
+    return {
+        "unrecorded_context_tokens": total if gaps else None,
+        "unrecorded_context_tokens_last": gaps[-1][0] if gaps else None,
+        "unrecorded_context_share": _ratio(total, sum(p for _, p in gaps)) if gaps else None,
+    }
+
+
 def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
     prompts = [t.prompt_tokens_est for t in traj.turns]
     reusable = sum(t.reusable_prefix_tokens for t in traj.turns)
+    has_tool_time = tool_time_recorded(traj)
     tool_total = sum(t.tool_time_s for t in traj.turns)
     lat_turns = [t for t in traj.turns if _latency(t) is not None]
     lat = sum(_latency(t) or 0.0 for t in lat_turns)
@@ -127,28 +175,42 @@ def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
         "reusable_prefix_tokens_total": reusable,
         "prefix_reuse": _ratio(reusable, sum(prompts)),
         "output_tokens_total": sum(t.output_tokens for t in traj.turns),
-        "tool_time_s": round(tool_total, 6),
+        "tool_time_s": round(tool_total, 6) if has_tool_time else None,
         "recorded_latency_s": round(lat, 6) if lat_turns else None,
         "recorded_latency_turns": len(lat_turns),
-        "tool_share": _ratio(tool_with_lat, tool_with_lat + lat) if lat_turns else None,
+        "tool_share": _ratio(tool_with_lat, tool_with_lat + lat) if lat_turns and has_tool_time else None,
         "recorded_prompt_tokens": rec_prompt if cached_turns else None,
         "recorded_cached_tokens": rec_cached if cached_turns else None,
         "recorded_cached_share": _ratio(rec_cached, rec_prompt) if cached_turns else None,
+        "unrecorded_calls": _count(traj.source, "unrecorded_calls"),
+        "unrecorded_calls_replayable": _count(traj.source, "unrecorded_calls") if _replayable(traj) else 0,
+        "discarded_calls_replayed": sum(1 for t in traj.turns if t.recorded and t.recorded.get("discarded")),
+        **_unrecorded_context(traj),
         "prompt_tokens": prompts,
     }
+
+
+def _sum_known(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _pool(trajs: list[Trajectory], stats: list[dict[str, Any]]) -> dict[str, Any]:
     prompts = [t.prompt_tokens_est for tr in trajs for t in tr.turns]
     reusable = sum(t.reusable_prefix_tokens for tr in trajs for t in tr.turns)
     ratios = [s["prefix_reuse"] for s in stats if s["prefix_reuse"] is not None]
-    lat = sum(s["recorded_latency_s"] or 0.0 for s in stats)
-    lat_turns = [
-        t for tr in trajs for t in tr.turns if t.recorded and isinstance(t.recorded.get("latency_s"), (int, float))
-    ]
-    tool_with_lat = sum(t.tool_time_s for t in lat_turns)
+    timed = [tr for tr in trajs if tool_time_recorded(tr)]
+    lat_turns = [t for tr in trajs for t in tr.turns if _latency(t) is not None]
+    lat_timed = [t for tr in timed for t in tr.turns if _latency(t) is not None]
+    lat = sum(_latency(t) or 0.0 for t in lat_turns)
+    lat_of_timed = sum(_latency(t) or 0.0 for t in lat_timed)
+    tool_with_lat = sum(t.tool_time_s for t in lat_timed)
+    tool = _sum_known(s["tool_time_s"] for s in stats)
     rec_prompt = sum(s["recorded_prompt_tokens"] or 0 for s in stats)
     rec_cached = sum(s["recorded_cached_tokens"] or 0 for s in stats)
+    gap_turns = [g for tr in trajs for g in _gaps(tr)]
+    gaps = sum(g for g, _ in gap_turns) if gap_turns else None
+    lasts = [s["unrecorded_context_tokens_last"] for s in stats if s["unrecorded_context_tokens_last"] is not None]
     return {
         "trajectories": len(trajs),
         "subagent_trajectories": sum(1 for s in stats if s["subagent"]),
@@ -163,13 +225,20 @@ def _pool(trajs: list[Trajectory], stats: list[dict[str, Any]]) -> dict[str, Any
         "prefix_reuse_pooled": _ratio(reusable, sum(prompts)),
         "prefix_reuse_mean": statistics.fmean(ratios) if ratios else None,
         "output_tokens_total": sum(s["output_tokens_total"] for s in stats),
-        "tool_time_s": round(sum(s["tool_time_s"] for s in stats), 6),
+        "tool_time_s": round(tool, 6) if tool is not None else None,
+        "tool_time_trajectories": len(timed),
         "recorded_latency_s": round(lat, 6) if lat_turns else None,
         "recorded_latency_turns": len(lat_turns),
-        "tool_share": _ratio(tool_with_lat, tool_with_lat + lat) if lat_turns else None,
+        "tool_share": _ratio(tool_with_lat, tool_with_lat + lat_of_timed) if lat_timed else None,
         "recorded_prompt_tokens": rec_prompt or None,
         "recorded_cached_tokens": rec_cached if rec_prompt else None,
         "recorded_cached_share": _ratio(rec_cached, rec_prompt),
+        "unrecorded_calls": sum(s["unrecorded_calls"] for s in stats),
+        "unrecorded_calls_replayable": sum(s["unrecorded_calls_replayable"] for s in stats),
+        "discarded_calls_replayed": sum(s["discarded_calls_replayed"] for s in stats),
+        "unrecorded_context_tokens": gaps,
+        "unrecorded_context_tokens_last_max": max(lasts) if lasts else None,
+        "unrecorded_context_share": _ratio(gaps, sum(p for _, p in gap_turns)) if gaps is not None else None,
     }
 
 
@@ -180,11 +249,12 @@ def summarize(loaded: Loaded) -> dict[str, Any]:
     for i, s in enumerate(stats):
         by_source.setdefault(s["source"], []).append(i)
     pooled = _pool(loaded.trajectories, stats)
+    per_source = {
+        src: _pool([loaded.trajectories[i] for i in idx], [stats[i] for i in idx]) for src, idx in by_source.items()
+    }
     return {
         "trajectories": stats,
-        "by_source": {
-            src: _pool([loaded.trajectories[i] for i in idx], [stats[i] for i in idx]) for src, idx in by_source.items()
-        },
+        "by_source": per_source,
         "pooled": pooled,
         "prefix_reuse_pooled": pooled["prefix_reuse_pooled"],
         "prefix_reuse_mean": pooled["prefix_reuse_mean"],
@@ -196,122 +266,14 @@ def to_json(report: dict[str, Any]) -> str:
     return orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _secs(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}"
-
-
-def to_text(report: dict[str, Any]) -> str:
-    rows = [
-        ("trajectory", "turns", "start", "median", "max", "reuse", "tool s", "model s", "tool%", "cached%", "sub"),
-    ]
-    for s in report["trajectories"]:
-        name = ("  ↳ " if s["subagent"] else "") + s["id"]
-        if len(name) > 72:
-            name = name[:40] + "…" + name[-31:]
-        rows.append(
-            (
-                name,
-                str(s["turns"]),
-                str(s["prompt_tokens_start"]),
-                str(int(s["prompt_tokens_median"])),
-                str(s["prompt_tokens_max"]),
-                _pct(s["prefix_reuse"]),
-                _secs(s["tool_time_s"]),
-                _secs(s["recorded_latency_s"]),
-                _pct(s["tool_share"]),
-                _pct(s["recorded_cached_share"]),
-                str(s["subagents_spawned"] or ""),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for n, r in enumerate(rows):
-        out.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)).rstrip())
-        if n == 0:
-            out.append("-" * len(out[0]))
-    out.append("")
-
-    def block(title: str, p: dict[str, Any]) -> None:
-        out.append(
-            f"{title}: {p['trajectories']} trajectories ({p['subagent_trajectories']} subagents), {p['turns']} turns"
-            f" (median {p['turns_median']:g} per trajectory)"
-        )
-        out.append(
-            f"  context: first call median {p['prompt_tokens_start_median']:g}, all calls median "
-            f"{p['prompt_tokens_median']:g}, max {p['prompt_tokens_max']} prompt tokens"
-        )
-        out.append(
-            f"  prefix reuse: pooled {_pct(p['prefix_reuse_pooled'])} (Σ reusable / Σ prompt), "
-            f"mean of trajectories {_pct(p['prefix_reuse_mean'])}"
-        )
-        line = f"  tool time {_secs(p['tool_time_s'])} s"
-        if p["recorded_latency_s"] is not None:
-            line += (
-                f", recorded model time {_secs(p['recorded_latency_s'])} s ({p['recorded_latency_turns']} calls),"
-                f" tool share {_pct(p['tool_share'])}"
-            )
-        out.append(line)
-        if p["recorded_prompt_tokens"]:
-            out.append(
-                f"  recorded provider cache: {p['recorded_cached_tokens']} of {p['recorded_prompt_tokens']} prompt"
-                f" tokens cached ({_pct(p['recorded_cached_share'])})"
-            )
-
-    if len(report["by_source"]) > 1:
-        for src, p in report["by_source"].items():
-            block(src, p)
-    block("pooled", report["pooled"])
-    for s in report["skipped"]:
-        out.append(f"skipped {s['path']}: {s['reason']}")
-    return "\n".join(out)
-
-
-def require_matplotlib() -> Any:
-    """matplotlib.pyplot (Agg backend), or RuntimeError saying how to install it."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install matplotlib") from None
-    return plt
-
-
-def plot(report: dict[str, Any], png: str | Path) -> None:
-    """Context growth curves (prompt tokens per turn, one line per trajectory) as a PNG."""
-    plt = require_matplotlib()
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
-    sources = sorted({s["source"] for s in report["trajectories"]})
-    colors = {src: f"C{i % 10}" for i, src in enumerate(sources)}
-    for s in report["trajectories"]:
-        ax.plot(
-            range(1, len(s["prompt_tokens"]) + 1),
-            s["prompt_tokens"],
-            color=colors[s["source"]],
-            alpha=0.55,
-            linewidth=1.0,
-            linestyle="--" if s["subagent"] else "-",
-        )
-    for src in sources:
-        ax.plot([], [], color=colors[src], label=src)
-    ax.set_xlabel("turn (model call)")
-    ax.set_ylabel("prompt tokens (cl100k estimate)")
-    pooled = report["pooled"]
-    ax.set_title(
-        f"Context growth: {pooled['trajectories']} trajectories, "
-        f"pooled prefix reuse {_pct(pooled['prefix_reuse_pooled'])}"
-    )
-    ax.grid(alpha=0.3)
-    if len(sources) > 1 or sources != ["canonical"]:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(png)
-    plt.close(fig)
-
-
-__all__ = ["Loaded", "load", "plot", "require_matplotlib", "summarize", "to_json", "to_text", "trajectory_stats"]
+__all__ = [
+    "Loaded",
+    "load",
+    "plot",
+    "require_matplotlib",
+    "skipped_notes",
+    "summarize",
+    "to_json",
+    "to_text",
+    "trajectory_stats",
+]

@@ -203,10 +203,12 @@ def import_paths(
     *,
     salt: str | None = None,
     block_size: int | None = None,
+    include_discarded: bool = False,
 ) -> ImportResult:
     """Import files and directories (their files, recursively). Refused files are listed, with whether they
-    were named explicitly; malformed input raises ImportFailure naming the file, line or JSON path."""
-    return import_files(expand(paths), fmt, salt=salt, block_size=block_size)
+    were named explicitly; malformed input raises ImportFailure naming the file, line or JSON path.
+    ``include_discarded``: replay the calls a source threw away (mini-swe-agent format errors) too."""
+    return import_files(expand(paths), fmt, salt=salt, block_size=block_size, include_discarded=include_discarded)
 
 
 def import_files(
@@ -215,11 +217,12 @@ def import_files(
     *,
     salt: str | None = None,
     block_size: int | None = None,
+    include_discarded: bool = False,
 ) -> ImportResult:
     """Import (path, named explicitly) pairs; see import_paths."""
     if fmt != "auto" and fmt not in IMPORTERS:
         raise ValueError(f"unknown format {fmt!r}; expected auto or one of: {_SUPPORTED}")
-    options = {"salt": salt, "block_size": block_size}
+    options = {"salt": salt, "block_size": block_size, "include_discarded": include_discarded or None}
     result = ImportResult()
     detected: list[tuple[Path, str, bool]] = []
     for path, explicit in files:

@@ -192,6 +192,22 @@ def prompt_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(message_tokens(m, tok) for m in messages) + REPLY_PRIMING_TOKENS
 
 
+def prompt_estimates(inputs: list[list[dict[str, Any]]]) -> list[int]:
+    """The loader's prompt estimate of each input, counting each message object once (inputs share them)."""
+    tok = get_tokenizer()
+    counted: dict[int, int] = {}
+    out = []
+    for messages in inputs:
+        total = REPLY_PRIMING_TOKENS
+        for m in messages:
+            n = counted.get(id(m))
+            if n is None:
+                n = counted[id(m)] = message_tokens(m, tok)
+            total += n
+        out.append(total)
+    return out
+
+
 # --------------------------------------------------------------------------------------------- time
 
 

@@ -18,7 +18,9 @@ under ``<session>/subagents/``), another file of the same import, or the sidecha
 itself. It becomes a separate trajectory with ``"subagent": true``, spawned (``fork: false``) by the turn
 that launched it; that turn's tool time is the recorded gap minus the longest subagent's recorded span
 (the replay waits for its subagents). A subagent transcript imported without its parent is an ordinary
-trajectory (``source.sidechain = true``). The system prompt and tool schemas are not in the transcripts.
+trajectory (``source.sidechain = true``). The system prompt and tool schemas are not in the transcripts: each
+call's ``recorded.unrecorded_context_tokens`` says how many prompt tokens the provider counted beyond what the
+replay sends, and the header's ``source.unrecorded_context_tokens`` sums them.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from replay.workload.importers._common import (
     iter_jsonl,
     make_output,
     parse_time,
+    prompt_estimates,
     seconds_between,
     unix_seconds,
     usage_figures,
@@ -202,6 +205,26 @@ def _parse(lines: list[tuple[int, dict[str, Any]]], src: Src) -> _Conv:
     return conv
 
 
+UNRECORDED_NOTE = (
+    "the provider's prompt tokens minus the replayed prompt's estimate, summed over the calls (per call: "
+    "recorded.unrecorded_context_tokens); the first call's is the system prompt and tool schemas the transcript "
+    "does not hold, the growth after it the provider's own framing and tokenisation of what the calls add "
+    "(docs/importers.md)"
+)
+
+
+def _unrecorded_context(calls: list[Call]) -> int | None:
+    """Per call, what the provider counted beyond what the replay sends (``recorded.unrecorded_context_tokens``):
+    recorded prompt tokens − the loader's estimate of the call's input. Returns the sum (None: no usage)."""
+    total = None
+    for call, estimate in zip(calls, prompt_estimates([c.input for c in calls]), strict=True):
+        recorded = call.recorded.get("prompt_tokens")
+        if isinstance(recorded, int):
+            call.recorded["unrecorded_context_tokens"] = recorded - estimate
+            total = (total or 0) + recorded - estimate
+    return total
+
+
 def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     src = Src(path)
     out = []
@@ -290,6 +313,10 @@ def _build(
         "tool_time": "timestamps",
         "note": "system prompt and tool schemas are not in Claude Code transcripts",
     }
+    unrecorded = _unrecorded_context(conv.calls)
+    if unrecorded is not None:
+        source["unrecorded_context_tokens"] = unrecorded
+        source["unrecorded_context_note"] = UNRECORDED_NOTE
     if session:
         source["session_id"] = session
     if sidechain and not subagent:

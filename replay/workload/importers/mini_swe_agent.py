@@ -9,12 +9,16 @@ latency = assistant timestamp − the timestamp of the tool message just before 
 
 Format errors: when a response has no tool call, mini-swe-agent drops it and appends a user message with
 ``extra.interrupt_type = "FormatError"``. Those calls happened (``info.model_stats.api_calls`` counts them)
-but their output was not kept; they are not replayed, the header counts them as ``unrecorded_calls``. The
-error messages themselves stay in the context of the following calls.
+but neither their answer nor its usage or cost was kept. By default they are not replayed and the header
+counts them as ``unrecorded_calls``; the error messages stay in the context of the following calls. With
+``include_discarded`` each becomes a turn of its own: its input is exact (the context before the error
+message), its answer is a stand-in (empty text, as long as the median recorded answer of the trajectory,
+``recorded.output_missing``), and the next turn drops it again (``truncate_to``) as the agent did.
 """
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +38,11 @@ from replay.workload.importers._common import (
 )
 
 FORMAT = "mini-swe-agent"
+DISCARDED = "FormatError"  # the interrupt whose model call mini-swe-agent threw away
 
 
-def import_file(path: Path) -> list[Imported]:
+def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
+    """One trajectory; ``include_discarded`` also replays the format-error calls (see the module docstring)."""
     src = Src(path)
     data = read_json(path, "a mini-swe-agent .traj.json file (one JSON object)")
     src.expect(data, dict, "$", "a mini-swe-agent trajectory object")
@@ -52,10 +58,13 @@ def import_file(path: Path) -> list[Imported]:
         role = m.get("role")
         extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
         if role in ("system", "user"):
-            context.append({"role": role, "content": content_text(m.get("content"))})
-            if extra.get("interrupt_type"):
+            if extra.get("interrupt_type") == DISCARDED:
                 interrupts += 1
                 last_ts = None
+                if include_discarded:  # the call saw the context as it stood; its answer was dropped
+                    rec = {"discarded": DISCARDED, "output_missing": True}
+                    calls.append(Call(input=list(context), output=make_output(""), tool_time_s=0.0, recorded=rec))
+            context.append({"role": role, "content": content_text(m.get("content"))})
         elif role == "tool":
             call_id = m.get("tool_call_id")
             if call_id:
@@ -96,8 +105,9 @@ def import_file(path: Path) -> list[Imported]:
             break
         else:
             raise src.fail(f"{jp}.role", f"expected one of system, user, assistant, tool, exit; got {role!r}")
-    if not calls:
+    if not any(c.recorded.get("output_missing") is None for c in calls):
         raise Refused(path, "$.messages", "no assistant message: the run made no recorded model call")
+    stand_in = _stand_in_tokens(calls)
     for c in calls:
         c.recorded.pop("_ts", None)
         if c.tool_time_s is None:
@@ -113,9 +123,28 @@ def import_file(path: Path) -> list[Imported]:
         source["exit_status"] = info["exit_status"]
     if stats.get("api_calls") is not None:
         source["api_calls"] = stats["api_calls"]
-    if interrupts:
+    if interrupts and include_discarded:
+        source["discarded_calls"] = interrupts
+        source["discarded_calls_note"] = (
+            f"format-error responses mini-swe-agent dropped, replayed with exact inputs and a stand-in answer "
+            f"of {stand_in} tokens (the median recorded answer; the real ones were not kept)"
+        )
+    elif interrupts:
         source["unrecorded_calls"] = interrupts
-        source["unrecorded_calls_note"] = "format-error responses mini-swe-agent dropped; not replayed"
+        source["unrecorded_calls_note"] = (
+            "format-error responses mini-swe-agent dropped; not replayed (replay import --include-discarded)"
+        )
+        source["unrecorded_calls_replayable"] = True
     name = data.get("instance_id") or path.name.removesuffix(".json").removesuffix(".traj")
     model = next(iter(models)) if len(models) == 1 else None
     return [build_trajectory(f"mini-swe-agent/{name}", calls, source=source, model=model)]
+
+
+def _stand_in_tokens(calls: list[Call]) -> int:
+    """Sets the answer length of the discarded calls (the median kept answer) and returns it."""
+    kept = [c.output_tokens for c in calls if c.output_tokens and not c.recorded.get("output_missing")]
+    n = max(1, round(statistics.median(kept))) if kept else 1
+    for c in calls:
+        if c.recorded.get("output_missing"):
+            c.output_tokens = n
+    return n
