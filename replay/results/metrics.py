@@ -16,11 +16,11 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from replay.results.breakdowns import breakdown
-from replay.results.records import RequestRecord, RunData, TaskRecord
+from replay.results.records import RequestRecord, RunData
+from replay.results.task_figures import task_figures
 
 US = 1_000_000  # seconds → microseconds for latency histograms
 TPS_SCALE = 1000  # tokens/s → milli-tokens/s for speed histograms
-PROJECTIONS = (2, 10)
 SATURATED_CPU_SHARE = 0.85
 SATURATED_LAG_MS = 50.0
 
@@ -129,9 +129,13 @@ def summarize(run: RunData) -> dict[str, Any]:
         if r.error:
             errors_by_class[r.error] = errors_by_class.get(r.error, 0) + 1
 
+    errors = sum(errors_by_class.values())
     return {
         "requests": len(reqs),
-        "errors": sum(errors_by_class.values()),
+        "attempts": len(reqs),  # every attempt is a request record
+        "retries": sum(r.attempt > 1 for r in reqs),
+        "errors": errors,
+        "error_rate": _ratio(errors, len(reqs)),
         "errors_by_class": errors_by_class,
         "invalid_usage": sum(r.usage_raw is not None for r in reqs),  # calls whose token counts were rejected
         "window_s": win.seconds,
@@ -149,7 +153,7 @@ def summarize(run: RunData) -> dict[str, Any]:
         "user_output_tps_incl_wait": _percentiles(_histogram(with_wait), (25, 50), TPS_SCALE),
         "throughput": throughput,
         "cache": _cache(measured),
-        "tasks": _tasks(run.tasks),
+        "tasks": task_figures(run.tasks),
         "totals": _totals(reqs),
         "client": _client(run.client, win, measured),
         "breakdown": breakdown(measured),
@@ -208,38 +212,6 @@ def _cache(measured: list[RequestRecord]) -> dict[str, Any]:
         "efficiency": (hit / reuse) if (hit is not None and reuse) else None,
         "requests_with_cached_tokens": len(reported),
         "requests": len(measured),
-    }
-
-
-def _tasks(tasks: list[TaskRecord]) -> dict[str, Any]:
-    done = [t for t in tasks if t.complete]
-    n = len(done)
-    if not n:
-        return {
-            "count": 0,
-            "incomplete": len(tasks),
-            "model_time_s": None,
-            "tool_time_s": None,
-            "wall_s": None,
-            "model_share": None,
-            "projected_wall_s": {f"{k}x": None for k in PROJECTIONS},
-        }
-    model = np.array([t.model_time_s for t in done])
-    tool = np.array([t.tool_time_s for t in done])
-    wall = np.array([t.t_end - t.t_start for t in done])
-    projected = {f"{k}x": float(np.mean(wall - model + model / k)) for k in PROJECTIONS}
-    return {
-        "count": n,
-        "incomplete": len(tasks) - n,
-        "model_time_s": float(model.mean()),
-        "tool_time_s": float(tool.mean()),
-        "wall_s": float(wall.mean()),
-        "model_share": float(model.sum() / wall.sum()) if wall.sum() > 0 else None,
-        "projected_wall_s": projected,
-        "projected_saving": {k: 1 - v / float(wall.mean()) for k, v in projected.items()},
-        "subagents": sum(t.subagents for t in done),
-        "subagent_calls": sum(t.subagent_calls for t in done),
-        "subagent_model_time_s": float(np.mean([t.subagent_model_time_s for t in done])),
     }
 
 

@@ -60,6 +60,10 @@ class RequestRecord:
     t_call: float | None = None  # the client began the call; t_sent - t_call is its own wait (and connecting)
     retries: int = 0  # resent once on a fresh connection when a kept-alive one turned out closed
     served: dict[str, Any] | None = None  # what the host says served it: model, tier, provider, fingerprint, id
+    attempt: int = 1  # 1 for a turn's first try, 2 for its first retry, ...
+    wait_s: float = 0.0  # backoff waited before this attempt (throttled time)
+    throttle_s: float = 0.0  # --max-rpm wait before this attempt (throttled time)
+    final: bool = True  # no further attempt followed: for a failed call, the turn failed
     headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
 
     @property
@@ -78,13 +82,19 @@ class TaskRecord:
     t_end: float
     turns: int  # model calls made
     turns_total: int  # turns in the trajectory
-    model_time_s: float  # sum of E2E of the task's calls
-    tool_time_s: float  # sum of the pauses actually taken
-    complete: bool
-    errors: int = 0  # failed calls, subagents' included
+    model_time_s: float  # sum of t_done - t_sent over the task's own attempts
+    tool_time_s: float  # sum of the pauses actually taken (and of waiting for subagents)
+    complete: bool  # every turn replayed and every call (after its retries) succeeded
+    errors: int = 0  # failed attempts, subagents' included
     subagents: int = 0  # subagent runs in the task's tree
     subagent_calls: int = 0
     subagent_model_time_s: float = 0.0  # sum of E2E of the subagents' calls (they overlap the parent's pauses)
+    status: str = "complete"  # complete | failed (a turn failed after its last attempt) | partial (cut by the stop)
+    failed_turns: int = 0  # turns whose last attempt failed, subagents' included
+    attempts: int = 0  # calls made, retries included
+    throttled_time_s: float = 0.0  # backoff and --max-rpm waits of the task's own calls
+    queue_time_s: float = 0.0  # sum of t_sent - t_call: the client's own wait before bytes left
+    ended_by: str | None = None  # why a failed task stopped early (end-task, context_overflow, abort)
 
 
 @dataclass(slots=True)
