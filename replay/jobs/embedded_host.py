@@ -34,13 +34,22 @@ def embedded_host(
     faults: str | None = None,
     fault_seed: int = 0,
     start_timeout_s: float = 30.0,
+    dialect: str | None = None,
+    fallback: str | None = None,
 ) -> Iterator[EmbeddedHost]:
-    """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened."""
+    """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened.
+    ``dialect`` and ``fallback`` are ``replay sim --dialect`` and ``--fallback``."""
     cmd = [sys.executable, "-m", "replay", "sim", "--host", "127.0.0.1", "--port", "0", "--profile", profile]
     if truth_log:
         cmd += ["--truth-log", truth_log]
     if faults:
-        cmd += ["--faults", faults, "--fault-seed", str(fault_seed)]
+        cmd += ["--faults", faults]
+    if faults or fallback:
+        cmd += ["--fault-seed", str(fault_seed)]
+    if dialect:
+        cmd += ["--dialect", dialect]
+    if fallback:
+        cmd += ["--fallback", fallback]
     # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself.
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True
