@@ -20,6 +20,7 @@ from replay.jobs.single_run import RunResult, RunSpec, execute
 from replay.results.metrics import summarize as _summarize
 from replay.results.records import RunData, read_run
 from replay.results.truth_compare import compare, find_truth_log, load_truth
+from replay.results.verdict import judge
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
@@ -57,4 +58,4 @@ def summarize(run_file: str | Path, truth: str | Path | None = None) -> Summary:
     truth_path = truth or find_truth_log(run_file, data.header)
     if truth_path:
         summary["truth"] = compare(data.requests, load_truth(truth_path))
-    return summary
+    return judge(summary, data.header, data.footer)

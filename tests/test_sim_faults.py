@@ -99,6 +99,9 @@ EXPECTED_CLASS = {
     "malformed": "malformed_stream",
     "no_usage": None,
     "usage_off": None,
+    "odd_chunk": "malformed_stream",
+    "bad_usage": "bad_usage",
+    "midstream": "stream_error",
     None: None,
 }
 
@@ -109,7 +112,10 @@ def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
     work = tmp_path / "w.jsonl"
     for i in range(10):
         write_trajectory(work, f"w{i}", simple_turns(15, output_tokens=20))
-    faults = "429:0.06,500:0.05,503:0.05,drop:0.06,stall:0.05@1.0,malformed:0.06,no_usage:0.06,usage_off:0.06"
+    faults = (
+        "429:0.05,500:0.04,503:0.04,drop:0.05,stall:0.05@1.0,malformed:0.05,no_usage:0.05,usage_off:0.05,"
+        "odd_chunk:0.05,bad_usage:0.05,midstream:0.05"
+    )
     truth_path = tmp_path / "truth.jsonl"
     with embedded_host("fast", str(truth_path), faults, fault_seed=5) as sim:
         spec = RunSpec(
@@ -117,6 +123,7 @@ def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
             host=sim.base_url,
             model="m",
             load=LoadConfig(concurrency=8, tool_time=ToolTimePolicy.parse("none")),
+            retries=0,  # a real host (as far as the run knows) would get retries: each fault is to show once
             stall_timeout_s=0.4,
             out=str(tmp_path / "run.jsonl"),
             progress=False,
@@ -133,6 +140,8 @@ def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
         assert rec.error == EXPECTED_CLASS[fault], (fault, rec.error, rec.error_detail)
         if fault == "no_usage":
             assert rec.prompt_tokens is None and rec.output_events == 20
+        elif fault == "bad_usage":
+            assert rec.prompt_tokens is None and rec.output_tokens is None and rec.usage_raw
         elif fault == "usage_off":
             assert (rec.prompt_tokens, rec.output_tokens) == (t["prompt_tokens"] + 1, t["output_tokens"] + 1)
         elif fault is None:
@@ -142,4 +151,6 @@ def test_client_error_counts_equal_the_sims_fault_counts(tmp_path):
         if EXPECTED_CLASS[fault]:
             expected[EXPECTED_CLASS[fault]] = expected.get(EXPECTED_CLASS[fault], 0) + n
     assert result.summary["errors_by_class"] == expected
+    assert result.summary["invalid_usage"] == faults_seen["bad_usage"]
+    assert result.summary["totals"]["ok"] == sum(n for f, n in faults_seen.items() if not EXPECTED_CLASS[f])
     assert all(faults_seen.get(k, 0) > 0 for k in EXPECTED_CLASS if k)  # every kind happened at least once

@@ -35,3 +35,19 @@ def main() -> None:
 
 for command in (run, report, sim, import_cmd, inspect_cmd, synth):
     main.add_command(command)
+
+
+def entry() -> None:
+    """The console script: ``main`` with the documented exit codes (1 for a usage or input error, where click
+    would say 2; 2 is a breached threshold, see replay/results/verdict.py)."""
+    import sys
+
+    try:
+        code = main.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -36,6 +36,7 @@ def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str 
     from replay.results.records import read_run
     from replay.results.text_report import to_json, to_text
     from replay.results.truth_compare import compare, find_truth_log, load_truth
+    from replay.results.verdict import judge
 
     try:
         if html_path:
@@ -45,6 +46,7 @@ def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str 
         truth = truth_path or find_truth_log(run_file, data.header)
         if truth:
             summary["truth"] = compare(data.requests, load_truth(truth))
+        judge(summary, data.header, data.footer)
         drift: list = []
         if "breakdown" in summary:
             summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)

@@ -12,7 +12,7 @@ from replay.cli import run_options
 
 @click.command()
 @click.argument("trajectories", nargs=-1, type=click.Path())
-@run_options.apply(run_options.HOST, run_options.LOAD, run_options.REQUEST, run_options.SIM)
+@run_options.apply(run_options.HOST, run_options.LOAD, run_options.FAILURES, run_options.REQUEST, run_options.SIM)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -22,12 +22,16 @@ from replay.cli import run_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, **opts: Any) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
-    from replay.jobs.single_run import RunError, execute
+    from replay.jobs.single_run import RunError, check_spec, execute
     from replay.results.text_report import to_json, to_text
     from replay.workload.trajectory import TrajectoryError
 
     spec = run_options.spec_from(opts, trajectories, out)
     spec.progress = not quiet
+    try:
+        check_spec(spec)  # before anything is printed: a bad --host may hold a key
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
     host, concurrency, sim_profile = opts["host"], opts["concurrency"], opts["sim_profile"]
     if not quiet:
         where = host or f"embedded simulated host (profile {sim_profile})"
@@ -42,5 +46,8 @@ def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bo
         click.echo("\ninterrupted: every finished request is in the run file", err=True)
         sys.exit(130)
     click.echo(to_json(result.summary) if as_json else to_text(result.summary, result.header))
+    if result.footer and result.footer.get("signal"):
+        click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)
     if not quiet:
         click.echo(f"run file: {result.path}  (replay report {result.path})", err=True)
+    sys.exit(result.exit_code)

@@ -133,6 +133,38 @@ LOAD = [
 ]
 
 
+FAILURES = [
+    click.option(
+        "--retries",
+        type=click.IntRange(0),
+        help="Attempts after a failed call (429, 408, 409, 5xx, connection failures; the SDKs' rules). Default: 3 "
+        "against a real host, 0 against the simulated host.",
+    ),
+    click.option(
+        "--retry-max-wait",
+        default="60",
+        show_default=True,
+        help="Longest wait before a retry, whatever the host's Retry-After asks (e.g. 30, 2m).",
+    ),
+    click.option("--retry-partial", is_flag=True, help="Also retry calls that failed after tokens arrived."),
+    click.option(
+        "--on-error",
+        type=click.Choice(["continue", "end-task", "abort"]),
+        default="continue",
+        show_default=True,
+        help="After a turn's last attempt failed: append the recorded answer and go on, end the task, or stop the run.",
+    ),
+    click.option(
+        "--threshold",
+        "thresholds",
+        multiple=True,
+        metavar="EXPR",
+        help="A figure the run must meet, e.g. 'ttft_p95<2s', 'error_rate<1%', 'user_decode_tps_p25>40' (repeatable; "
+        "any summary figure by its JSON path). A breach exits with code 2.",
+    ),
+    click.option("--abort-on-fail", is_flag=True, help="Stop the run as soon as a threshold is breached."),
+]
+
 SIM = [
     click.option(
         "--sim-profile",
@@ -144,6 +176,16 @@ SIM = [
         "--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'."
     ),
     click.option("--sim-fault-seed", default=0, show_default=True, help="Seed of the simulated host's faults."),
+    click.option(
+        "--sim-dialect",
+        help="The simulated host speaks this provider's dialect (openai, anthropic, groq, cerebras, fireworks, "
+        "together, baseten, openrouter, vercel, deepseek, vllm, sglang, llamacpp).",
+    ),
+    click.option(
+        "--sim-fallback",
+        metavar="SHARE:PROFILE",
+        help="The simulated host serves this share of requests through a slower fallback route (e.g. 0.3:overloaded).",
+    ),
     click.option(
         "--sim-truth-log",
         type=click.Path(dir_okay=False),
@@ -198,6 +240,9 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         max_bytes = parse_bytes(opts["max_response_bytes"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
+    from replay.sessions.retry import RetryPolicy
+
+    retry = RetryPolicy(max_wait_s=_seconds(opts, "retry_max_wait") or 0.0, partial=opts["retry_partial"])
     load = LoadConfig(
         concurrency=opts["concurrency"],
         duration_s=_seconds(opts, "duration"),
@@ -208,6 +253,8 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         salt_tasks=opts["salt_tasks"],
         rate_limit=(opts["max_rpm"], 60.0) if opts["max_rpm"] else None,
         drain_timeout_s=_seconds(opts, "drain_timeout") or 0.0,
+        retry=retry,
+        on_error=opts["on_error"],
     )
     return RunSpec(
         trajectories=list(trajectories),
@@ -216,6 +263,9 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         api=opts["api"],
         api_key_env=opts["api_key_env"],
         load=load,
+        retries=opts["retries"],
+        thresholds=list(opts["thresholds"]),
+        abort_on_fail=opts["abort_on_fail"],
         force_output_length=opts["force_output_length"],
         extra_body=_json_object(opts["extra_body"], "--extra-body"),
         request_timeout_s=_seconds(opts, "request_timeout") or 600.0,
@@ -228,6 +278,8 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         sim_truth_log=opts["sim_truth_log"],
         sim_faults=opts["sim_faults"],
         sim_fault_seed=opts["sim_fault_seed"],
+        sim_dialect=opts["sim_dialect"],
+        sim_fallback=opts["sim_fallback"],
         tokenizer=opts["tokenizer"],
         history=HistoryPolicy(
             output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]

@@ -1,36 +1,38 @@
 """One run, end to end: load the workload, pick the host (or start the simulated one), write the run file,
-run the closed loop, and summarise. The CLI and the tests both enter here.
+run the closed loop, summarise and judge. The CLI, the library face and the tests all enter here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import platform
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import numpy
-import orjson
 
-from replay import __version__, event_loop
+from replay import event_loop
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavour import RequestOptions
-from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig
+from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
+from replay.jobs.run_header import build_header
 from replay.results.metrics import summarize
-from replay.results.records import RunWriter, clock_anchor
+from replay.results.records import RunWriter
+from replay.results.scrub import Scrubber
+from replay.results.thresholds import ThresholdError, parse_all
 from replay.results.truth_compare import compare, load_truth
+from replay.results.verdict import judge
 from replay.sessions.closed_loop import LoadConfig, run_load
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
-SECRET_HINTS = ("key", "token", "secret", "auth", "password")
 SIM_MODEL = "replay-sim"
+DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
 
 
 class RunError(Exception):
@@ -47,6 +49,7 @@ class RunSpec:
     api: str = "chat"  # chat | completions | responses | anthropic
     api_key_env: str = "OPENAI_API_KEY"
     load: LoadConfig = field(default_factory=LoadConfig)
+    retries: int | None = None  # None: DEFAULT_RETRIES against a real host, 0 against the simulated one
     force_output_length: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
@@ -54,11 +57,15 @@ class RunSpec:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     cache_control: str = "none"  # anthropic: none | auto
     responses_state: str = "none"  # responses: none | previous
+    thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ... (replay.results.thresholds)
+    abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
     out: str | None = None
     sim_profile: str = "default"
     sim_truth_log: str | None = None
     sim_faults: str | None = None
     sim_fault_seed: int = 0
+    sim_dialect: str | None = None
+    sim_fallback: str | None = None
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
@@ -69,47 +76,44 @@ class RunResult:
     summary: dict[str, Any]
     header: dict[str, Any]
     path: Path
+    footer: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed, 2 a threshold breached, 3 not complete, 128+N stopped by signal N (replay.results.verdict)."""
+        return int(self.summary["verdict"]["exit_code"])
 
 
 def default_out_path() -> Path:
     return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
 
 
-def _redact(body: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if any(h in k.lower() for h in SECRET_HINTS) else v) for k, v in body.items()}
-
-
-def _versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "aiohttp": aiohttp.__version__,
-        "numpy": numpy.__version__,
-        "orjson": orjson.__version__,
-        "platform": platform.platform(),
-        "event_loop": event_loop.loop_factory()[0],
-    }
-
-
 async def detect_model(base_url: str, timeout_s: float = 10.0) -> str | None:
     """The first model a host lists at /models, for when --model is not given."""
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError):
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
             http.get(base_url.rstrip("/") + "/models") as resp,
         ):
             data = await resp.json(content_type=None)
-            return data["data"][0]["id"]
+            return str(data["data"][0]["id"])
     return None
 
 
 @contextlib.contextmanager
-def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, str | None]]:
+def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, dict[str, Any] | None]]:
     if spec.host:
         yield spec.host, None
-    else:
-        truth = str(truth_log) if truth_log else None
-        with embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed) as sim:
-            yield sim.base_url, spec.sim_profile
+        return
+    truth = str(truth_log) if truth_log else None
+    with contextlib.ExitStack() as stack:
+        try:
+            sim = stack.enter_context(embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed,
+                                                    dialect=spec.sim_dialect, fallback=spec.sim_fallback))  # fmt: skip
+        except RuntimeError as exc:
+            raise RunError(str(exc)) from None
+        yield sim.base_url, {"profile": spec.sim_profile, "faults": spec.sim_faults, "dialect": spec.sim_dialect,
+                             "fallback": spec.sim_fallback}  # fmt: skip
 
 
 def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
@@ -120,61 +124,52 @@ def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
     return Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
 
 
+def check_spec(spec: RunSpec) -> None:
+    """Everything about ``spec`` that can be wrong before a byte is sent: RunError naming the option."""
+    if spec.host:
+        try:
+            check_url(spec.host)
+        except ValueError as exc:
+            raise RunError(f"--host: {exc}") from None
+    try:
+        parse_all(spec.thresholds, check_figures=True)
+    except ThresholdError as exc:
+        raise RunError(f"--threshold: {exc}") from None
+    try:
+        make_flavour(spec.api, RequestOptions("m"))
+    except ValueError as exc:
+        raise RunError(f"--api: {exc}") from None
+    if not spec.host:
+        from replay.jobs.sim_options import check_sim_options
+
+        check_sim_options(spec)
+
+
+def _load_config(spec: RunSpec) -> LoadConfig:
+    retries = spec.retries if spec.retries is not None else (DEFAULT_RETRIES if spec.host else 0)
+    return dataclasses.replace(spec.load, retry=dataclasses.replace(spec.load.retry, retries=retries))
+
+
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
-    """Run and return the live summary; the run file is complete (footer included) when this returns."""
+    """Run, summarise and judge; the run file is complete (footer included) when this returns."""
+    check_spec(spec)
     workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()
-    writer = RunWriter(out)
+    key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
+    writer = RunWriter(out, Scrubber([key] if key else []))
     truth_log = truth_log_path(spec, out)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
-        with _host(spec, truth_log) as (base_url, sim_profile):
-            model = spec.model or (SIM_MODEL if sim_profile else event_loop.run(detect_model(base_url)))
+        with _host(spec, truth_log) as (base_url, sim):
+            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
-            host = HostConfig(
-                base_url,
-                model,
-                spec.api,
-                spec.api_key_env,
-                spec.request_timeout_s,
-                spec.stall_timeout_s,
-                spec.max_response_bytes,
-            )
-            options = RequestOptions(
-                model, spec.force_output_length, spec.extra_body, spec.cache_control, spec.responses_state
-            )
-            try:
-                make_flavour(spec.api, options)  # an unknown flavour fails here, before the header is written
-            except ValueError as exc:
-                raise RunError(str(exc)) from None
-            writer.header(
-                {
-                    "replay_version": __version__,
-                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "clock": {"name": "perf_counter", **clock_anchor()},
-                    "host": host.public(),
-                    "simulated_host": sim_profile,
-                    "simulated_faults": spec.sim_faults if sim_profile else None,
-                    "simulated_truth_log": str(truth_log) if truth_log else None,
-                    "request": {
-                        "history": spec.history.public(),
-                        "force_output_length": spec.force_output_length,
-                        "cache_control": spec.cache_control,
-                        "responses_state": spec.responses_state,
-                        "extra_body": _redact(spec.extra_body),
-                    },
-                    "load": spec.load.public(),
-                    "workload": {
-                        "paths": workload.paths,
-                        "digest": workload.digest,
-                        "trajectories": len(workload.trajectories),
-                        "turns": workload.turns,
-                        "tokenizer": workload.tokenizer,
-                    },
-                    "versions": _versions(),
-                }
-            )
+            host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
+                              spec.stall_timeout_s, spec.max_response_bytes)  # fmt: skip
+            options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
+                                     spec.responses_state)  # fmt: skip
+            writer.header(build_header(spec, host, workload, sim, truth_log))
             try:
                 footer = event_loop.run(
                     run_load(
@@ -184,6 +179,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                         spec.load,
                         writer,
                         progress=spec.progress,
+                        check=_threshold_check(spec, writer),
                     )
                 )
             except KeyboardInterrupt:
@@ -196,4 +192,21 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     summary = summarize(writer.data)
     if truth_log is not None and truth_log.exists():  # complete: the host has stopped
         summary["truth"] = compare(writer.data.requests, load_truth(truth_log))
-    return RunResult(summary, writer.data.header, out)
+    judge(summary, writer.data.header, writer.data.footer)
+    return RunResult(summary, writer.data.header, out, writer.data.footer)
+
+
+def _threshold_check(spec: RunSpec, writer: RunWriter) -> Any:
+    """For --abort-on-fail: a check the closed loop calls every few seconds (None: no check)."""
+    if not (spec.abort_on_fail and spec.thresholds):
+        return None
+    thresholds = parse_all(spec.thresholds)
+
+    def check() -> str | None:
+        summary = summarize(writer.data)
+        if not summary["window"]["steady"]:
+            return None  # before the steady window opens, figures are warm-up's
+        breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]
+        return f"threshold breached: {', '.join(breached)}" if breached else None
+
+    return check

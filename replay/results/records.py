@@ -21,6 +21,8 @@ from typing import IO, Any
 
 import orjson
 
+from replay.results.scrub import Scrubber
+
 RUN_FORMAT = "replay.run/1"
 
 
@@ -122,15 +124,19 @@ class RunWriter:
     Both go through ``replay.results.metrics.summarize``, so they print the same figures.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, scrub: Scrubber | None = None) -> None:
         self.path = Path(path)
+        self._scrub = scrub if scrub else None  # secrets never written, whatever path they took
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self._since_sync = 0
         self.data = RunData(header={}, requests=[], tasks=[], phases={}, client=[], footer=None)
 
     def _write(self, kind: str, payload: dict[str, Any]) -> None:
-        self._file.write(orjson.dumps({"type": kind, **payload}) + b"\n")
+        line = orjson.dumps({"type": kind, **payload})
+        if self._scrub is not None:
+            line = self._scrub.line(line)
+        self._file.write(line + b"\n")
         self._file.flush()
         self._since_sync += 1
         if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes

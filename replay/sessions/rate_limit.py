@@ -24,8 +24,8 @@ class RateLimit:
         self._lock = asyncio.Lock()  # first come, first served
 
     async def wait(self, stop: asyncio.Event) -> float | None:
-        """Wait for a slot and take it; the seconds waited, or None when the run stopped first (no slot taken)."""
-        t0 = perf_counter()
+        """Wait for a slot and take it; the moment it was taken (the call's start), or None when the run stopped
+        first (no slot taken)."""
         async with self._lock:
             while True:
                 if stop.is_set():
@@ -35,6 +35,6 @@ class RateLimit:
                     self._starts.popleft()
                 if len(self._starts) < self.calls:
                     self._starts.append(now)
-                    return now - t0
+                    return now
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self._starts[0] + self.period - now)

@@ -148,16 +148,18 @@ class _Agent:
         wait = 0.0
         rec: RequestRecord | None = None
         for attempt in range(1, ctx.retry.retries + 2):
-            throttled = 0.0
+            throttled, started = 0.0, None
             if ctx.rate_limit is not None:
-                waited = await ctx.rate_limit.wait(ctx.stop)  # the client's own wait: before t_call
-                if waited is None:
+                asked = perf_counter()
+                started = await ctx.rate_limit.wait(ctx.stop)  # the client's own wait: before t_call
+                if started is None:
                     return rec, None
-                throttled = waited
+                throttled = started - asked
             rec = RequestRecord(
                 id=uuid.uuid4().hex, session=self.slot, task=self.task, trajectory=self.traj.id, turn=turn.index,
                 prompt_tokens_est=context.prompt_tokens, reusable_prefix_tokens=reusable,
                 max_tokens=turn.output_tokens, parent=self.parent, attempt=attempt, wait_s=wait, throttle_s=throttled,
+                t_call=started,  # the rate limit's slot is the call's start
             )  # fmt: skip
             answer = None
             retry = False
