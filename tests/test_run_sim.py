@@ -262,7 +262,7 @@ def test_report_finds_the_truth_log_beside_the_run_file_or_as_told(sim_run, tmp_
     result, _, _ = sim_run
     text = CliRunner().invoke(main, ["report", str(result.path)])
     assert text.exit_code == 0, text.output
-    assert "Against the host's truth log (24 of 24 requests matched" in text.output
+    assert "Against the host's truth log (24 of 24 calls matched" in text.output
     truth = Path(result.header["simulated_truth_log"])
     moved = tmp_path / "moved.jsonl"  # the run file moved away, and the truth log where it named gone
     moved.write_bytes(result.path.read_bytes().replace(str(truth).encode(), b"/gone/" + truth.name.encode(), 1))
@@ -270,9 +270,9 @@ def test_report_finds_the_truth_log_beside_the_run_file_or_as_told(sim_run, tmp_
     assert alone.exit_code == 0 and "truth log" not in alone.output
     (tmp_path / truth.name).write_bytes(truth.read_bytes())  # moved along with it: found beside the run file
     beside = CliRunner().invoke(main, ["report", str(moved)])
-    assert beside.exit_code == 0 and "24 of 24 requests matched" in beside.output
+    assert beside.exit_code == 0 and "24 of 24 calls matched" in beside.output
     told = CliRunner().invoke(main, ["report", str(moved), "--truth", str(truth)])
-    assert told.exit_code == 0 and "24 of 24 requests matched" in told.output
+    assert told.exit_code == 0 and "24 of 24 calls matched" in told.output
     bad = tmp_path / "bad-truth.jsonl"
     bad.write_bytes(b'{"request_id": "a"}\nnot json\n{"request_id": "b"}\n')
     broken = CliRunner().invoke(main, ["report", str(moved), "--truth", str(bad)])
