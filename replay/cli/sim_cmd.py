@@ -39,6 +39,7 @@ from replay.cli.options import profile_names
     help="Serve a seeded share of requests by a second engine with this profile, labelled fallback:PROFILE "
     "(e.g. 0.3:overloaded).",
 )
+@click.option("--exit-with-stdin", is_flag=True, hidden=True, help="Stop when stdin closes (the parent died).")
 @click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as one JSON array and exit.")
 def sim(
     host: str,
@@ -49,6 +50,7 @@ def sim(
     fault_seed: int,
     dialect: str,
     fallback: str | None,
+    exit_with_stdin: bool,
     list_profiles: bool,
 ) -> None:
     """Run the simulated OpenAI- and Anthropic-compatible host on its own."""
@@ -85,4 +87,5 @@ def sim(
         fault_seed=fault_seed,
         dialect=dialect,
         fallback=fallback,
+        watch_stdin=exit_with_stdin,
     )

@@ -50,9 +50,12 @@ def embedded_host(
         cmd += ["--dialect", dialect]
     if fallback:
         cmd += ["--fallback", fallback]
-    # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself.
+    # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself. Its stdin is a
+    # pipe this process holds: if this process dies in any way (kill -9 included), the pipe closes and the host
+    # stops itself.
+    cmd.append("--exit-with-stdin")
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True
+        cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True, bufsize=1, start_new_session=True
     )
     try:
         port = _wait_ready(proc, start_timeout_s)
@@ -60,6 +63,8 @@ def embedded_host(
         threading.Thread(target=_forward, args=(proc,), daemon=True).start()
         yield EmbeddedHost(base_url=f"http://127.0.0.1:{port}/v1", port=port, pid=proc.pid)
     finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # type: ignore[union-attr]
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:

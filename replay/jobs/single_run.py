@@ -113,7 +113,7 @@ def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, dict[str
         except RuntimeError as exc:
             raise RunError(str(exc)) from None
         yield sim.base_url, {"profile": spec.sim_profile, "faults": spec.sim_faults, "dialect": spec.sim_dialect,
-                             "fallback": spec.sim_fallback}  # fmt: skip
+                             "fallback": spec.sim_fallback, "pid": sim.pid}  # fmt: skip
 
 
 def truth_log_path(spec: RunSpec, out: Path) -> Path | None:

@@ -130,12 +130,14 @@ def summarize(run: RunData) -> dict[str, Any]:
             errors_by_class[r.error] = errors_by_class.get(r.error, 0) + 1
 
     errors = sum(errors_by_class.values())
+    finals = [r for r in reqs if r.final]  # one per call, after its retries
     return {
         "requests": len(reqs),
         "attempts": len(reqs),  # every attempt is a request record
         "retries": sum(r.attempt > 1 for r in reqs),
         "errors": errors,
-        "error_rate": _ratio(errors, len(reqs)),
+        "error_rate": _ratio(sum(not r.ok for r in finals), len(finals)),  # calls that failed after their retries
+        "attempt_error_rate": _ratio(errors, len(reqs)),  # attempts that failed, retried or not
         "errors_by_class": errors_by_class,
         "invalid_usage": sum(r.usage_raw is not None for r in reqs),  # calls whose token counts were rejected
         "window_s": win.seconds,

@@ -55,12 +55,17 @@ class SessionContext:
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
-    """Sleep for the tool pause unless the run stops first; return the time actually paused."""
+    """Sleep for at least ``seconds`` unless the run stops first; return the time actually paused.
+
+    The event loop's timers may fire a fraction of a millisecond early by ``perf_counter``: a pause (a host's
+    Retry-After, above all) is never cut short by that."""
     if seconds <= 0:
         return 0.0
     start = perf_counter()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    end = start + seconds
+    while (left := end - perf_counter()) > 0 and not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=left)
     return perf_counter() - start
 
 
@@ -152,7 +157,8 @@ class _Agent:
             if ctx.rate_limit is not None:
                 asked = perf_counter()
                 started = await ctx.rate_limit.wait(ctx.stop)  # the client's own wait: before t_call
-                if started is None:
+                if started is None:  # the run stopped while waiting: the wait still counts as throttled time
+                    self.tally.throttled += perf_counter() - asked
                     return rec, None
                 throttled = started - asked
             rec = RequestRecord(

@@ -11,6 +11,7 @@ the truth.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -368,12 +369,16 @@ async def start_sim(
     return SimHandle(host, runner.addresses[0][1], sim.engine, truth, sim, runner)
 
 
-async def _serve(host: str, port: int, profile: str | SimProfile, truth_log: str | None, **options: Any) -> None:
+async def _serve(
+    host: str, port: int, profile: str | SimProfile, truth_log: str | None, watch_stdin: bool, **options: Any
+) -> None:
     handle = await start_sim(profile, truth_log, host=host, port=port, keep_truth=False, **options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
+    if watch_stdin:  # the parent holds the other end: when it dies (kill -9 included) the pipe closes
+        loop.add_reader(sys.stdin.fileno(), lambda: os.read(sys.stdin.fileno(), 4096) or stop.set())
     print(f"REPLAY_SIM_READY port={handle.port}", flush=True)
     try:
         await stop.wait()
@@ -390,10 +395,12 @@ def serve(
     fault_seed: int = 0,
     dialect: str | None = None,
     fallback: str | None = None,
+    watch_stdin: bool = False,
 ) -> None:
-    """Run the sim until SIGTERM or SIGINT; print ``REPLAY_SIM_READY port=<port>`` once listening."""
+    """Run the sim until SIGTERM, SIGINT or SIGHUP (or, with ``watch_stdin``, until its stdin closes: the embedded
+    host's parent died); print ``REPLAY_SIM_READY port=<port>`` once listening."""
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
     options = {"faults": faults, "fault_seed": fault_seed, "dialect": dialect, "fallback": fallback}
-    event_loop.run(_serve(host, port, profile, truth_log, **options))
+    event_loop.run(_serve(host, port, profile, truth_log, watch_stdin, **options))
