@@ -81,7 +81,7 @@ def test_a_breached_threshold_exits_2_and_names_itself(tmp_path: Path) -> None:
 
 
 def test_end_task_stops_a_task_at_its_failed_turn(tmp_path: Path) -> None:
-    code, summary, out = _run(tmp_path, "--sim-faults", "500:0.1", "--sim-fault-seed", "1", "--retries", "0",
+    _code, summary, out = _run(tmp_path, "--sim-faults", "500:0.1", "--sim-fault-seed", "1", "--retries", "0",
                               "--on-error", "end-task")  # fmt: skip
     run = read_run(out)
     failed = [t for t in run.tasks if t.status == "failed"]
@@ -101,7 +101,7 @@ def test_abort_stops_the_run_and_exits_3(tmp_path: Path) -> None:
 
 
 def test_context_overflow_is_its_own_class_and_ends_the_task(tmp_path: Path) -> None:
-    code, summary, out = _run(tmp_path, "--sim-faults", "overflow:0.05", "--sim-fault-seed", "3")
+    _code, summary, out = _run(tmp_path, "--sim-faults", "overflow:0.05", "--sim-fault-seed", "3")
     run = read_run(out)
     overflowed = [r for r in run.requests if r.error == "context_overflow"]
     assert overflowed and summary["errors_by_class"] == {"context_overflow": len(overflowed)}
@@ -111,7 +111,7 @@ def test_context_overflow_is_its_own_class_and_ends_the_task(tmp_path: Path) -> 
 
 
 def test_max_rpm_waits_are_throttled_time_and_end_at_the_stop(tmp_path: Path) -> None:
-    code, summary, out = _run(tmp_path, "--max-rpm", "6", "--duration", "2", "--warmup", "0")
+    _code, summary, out = _run(tmp_path, "--max-rpm", "6", "--duration", "2", "--warmup", "0")
     run = read_run(out)
     stop = run.phases["stop"]
     assert all(r.t_call < stop for r in run.requests)  # no call started after the stop
