@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -23,6 +24,7 @@ from replay.cli import run_options
 def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, **opts: Any) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
     from replay.jobs.single_run import RunError, check_spec, execute
+    from replay.results.scrub import Scrubber
     from replay.results.text_report import to_json, to_text
     from replay.workload.trajectory import TrajectoryError
 
@@ -45,7 +47,8 @@ def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bo
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every finished request is in the run file", err=True)
         sys.exit(130)
-    click.echo(to_json(result.summary) if as_json else to_text(result.summary, result.header))
+    scrub = Scrubber([key] if (key := os.environ.get(spec.api_key_env)) else [])  # the last guard before the screen
+    click.echo(scrub.text(to_json(result.summary) if as_json else to_text(result.summary, result.header)))
     if result.footer and result.footer.get("signal"):
         click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)
     if not quiet:

@@ -144,6 +144,7 @@ class RunWriter:
             self._since_sync = 0
 
     def header(self, header: dict[str, Any]) -> None:
+        header = self._scrub.value(header) if self._scrub is not None else header  # the mirror as the file has it
         self.data.header = {"format": RUN_FORMAT, **header}
         self._write("header", self.data.header)
 

@@ -38,6 +38,18 @@ class Scrubber:
             text = text.replace(value, REDACTED)
         return text
 
+    def value(self, obj: Any) -> Any:
+        """``obj`` (JSON-like) with every secret value replaced inside its strings."""
+        if not self.values:
+            return obj
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {k: self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.value(v) for v in obj]
+        return obj
+
 
 def redact_fields(obj: Any) -> Any:
     """``obj`` with the values of secret-named fields replaced, at any depth."""
