@@ -30,7 +30,8 @@ def _echo_server() -> tuple[str, callable]:
 
     async def handler(request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        echo = orjson.dumps({"error": {"message": "echo", "headers": {str(k): v for k, v in request.headers.items()}, "body": body.decode()}})
+        headers = {str(k): v for k, v in request.headers.items()}
+        echo = orjson.dumps({"error": {"message": "echo", "headers": headers, "body": body.decode()}})
         status = next(STATUSES)
         if status != 200:
             return web.Response(status=status, body=echo, headers={"x-request-id": request.headers["Authorization"]})
