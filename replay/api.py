@@ -18,7 +18,8 @@ from typing import Any
 
 from replay.jobs.single_run import RunResult, RunSpec, execute
 from replay.results.metrics import summarize as _summarize
-from replay.results.records import RunData, read_run
+from replay.results.records import RunData
+from replay.results.run_reader import read_run
 from replay.results.truth_compare import compare, find_truth_log, load_truth
 from replay.results.verdict import judge
 from replay.workload.history import HistoryPolicy

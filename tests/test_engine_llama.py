@@ -33,7 +33,8 @@ import pytest
 from conftest import write_trajectory
 
 from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import RequestRecord, read_run
+from replay.results.records import RequestRecord
+from replay.results.run_reader import read_run
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 
 
 def _workload(tmp_path: Path, n: int = 6, turns: int = 10) -> Path:

@@ -13,7 +13,7 @@ from conftest import simple_turns, write_trajectory
 from replay.cli import main
 from replay.jobs.single_run import RunSpec, execute
 from replay.results.metrics import steady_window, summarize
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 from replay.results.text_report import to_json
 from replay.results.truth_compare import client_token_times, host_token_times
 from replay.results.verdict import judge

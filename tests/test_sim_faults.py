@@ -11,7 +11,7 @@ from conftest import simple_turns, write_trajectory
 
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.sim.faults import FaultPlan, FaultSpec

@@ -69,4 +69,4 @@ def test_embedded_host_passes_dialect_and_fallback_through(tmp_path):
 )
 def test_bad_sim_options_get_one_line_errors(args, says):
     result = CliRunner().invoke(main, ["sim", *args])
-    assert result.exit_code == 2 and says in result.output and "Traceback" not in result.output
+    assert result.exit_code == 1 and says in result.output and "Traceback" not in result.output

@@ -33,7 +33,7 @@ def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str 
     from replay.results.metrics import summarize
     from replay.results.plots import PlotsUnavailable, require_matplotlib
     from replay.results.recorded_timeline import recorded_timeline
-    from replay.results.records import read_run
+    from replay.results.run_reader import read_run
     from replay.results.text_report import to_json, to_text
     from replay.results.truth_compare import compare, find_truth_log, load_truth
     from replay.results.verdict import judge

@@ -145,6 +145,25 @@ def check_spec(spec: RunSpec) -> None:
         check_sim_options(spec)
 
 
+def ensure_open_files(concurrency: int) -> None:
+    """Raise the soft open-file limit to cover the sessions' connections (2 per session, and room for files), or
+    say before the run why it cannot: 256 sessions under a limit of 128 would otherwise fail thousands of calls."""
+    import resource
+
+    need = 2 * concurrency + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < need:
+        raise RunError(
+            f"--concurrency {concurrency} needs about {need} open files, and this process may open only {soft} (hard"
+            f" limit {hard}): raise it (ulimit -n {need}) or lower --concurrency"
+        )
+
+
 def _load_config(spec: RunSpec) -> LoadConfig:
     retries = spec.retries if spec.retries is not None else (DEFAULT_RETRIES if spec.host else 0)
     return dataclasses.replace(spec.load, retry=dataclasses.replace(spec.load.retry, retries=retries))
@@ -153,6 +172,7 @@ def _load_config(spec: RunSpec) -> LoadConfig:
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
+    ensure_open_files(spec.load.concurrency)
     workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
     spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()

@@ -13,7 +13,6 @@ process on the machine); the header's ``clock`` anchor maps them to wall-clock t
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -173,42 +172,3 @@ class RunWriter:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
-
-
-def read_run(path: str | Path) -> RunData:
-    """Parse a run file; a torn last line (crash mid-write) is skipped and counted, not fatal."""
-    header: dict[str, Any] | None = None
-    requests: list[RequestRecord] = []
-    tasks: list[TaskRecord] = []
-    phases: dict[str, float] = {}
-    client: list[dict[str, Any]] = []
-    footer: dict[str, Any] | None = None
-    skipped = 0
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                skipped += 1
-                print(f"{path}:{lineno}: skipped an unreadable line (torn write?)", file=sys.stderr)
-                continue
-            kind = obj.pop("type", None)
-            if kind == "request":
-                requests.append(RequestRecord(**obj))
-            elif kind == "task":
-                tasks.append(TaskRecord(**obj))
-            elif kind == "phase":
-                phases[obj["name"]] = obj["t"]
-            elif kind == "client":
-                client.append(obj)
-            elif kind == "header":
-                header = obj
-            elif kind == "footer":
-                footer = obj
-    if header is None:
-        raise ValueError(f"{path}: not a replay run file (no header line)")
-    if header.get("format") != RUN_FORMAT:
-        raise ValueError(f"{path}: run file format {header.get('format')!r}, expected {RUN_FORMAT!r}")
-    return RunData(header, requests, tasks, phases, client, footer, skipped)

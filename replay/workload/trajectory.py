@@ -144,7 +144,13 @@ def _check_message(c: _Checker, msg: Any, name: str) -> dict[str, Any]:
     if content is None:
         if not (role == "assistant" and msg.get("tool_calls")):
             raise c.fail(f"{name}.content", "missing; expected a string (null only with tool_calls)")
-    elif not isinstance(content, str) and not (isinstance(content, list) and all(isinstance(p, dict) for p in content)):
+    elif isinstance(content, list):
+        for i, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise c.fail(f"{name}.content[{i}]", f"expected a content part object; got {_describe(part)}")
+            if "text" in part and not isinstance(part["text"], str):
+                raise c.fail(f"{name}.content[{i}].text", f"expected a string; got {_describe(part['text'])}")
+    elif not isinstance(content, str):
         raise c.fail(f"{name}.content", f"expected a string or a list of parts; got {_describe(content)}")
     if "tool_calls" in msg:
         _check_tool_calls(c, msg["tool_calls"], f"{name}.tool_calls")
