@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from replay import compact_json
 from replay.clients import usage as usage_mod
 from replay.clients.chat import decode_object
 from replay.clients.flavour import Conversation, Flavour, body_fields
@@ -73,7 +74,7 @@ class ResponsesFlavour(Flavour):
         for tool in tools:
             fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             flat.append({"type": "function", **{k: v for k, v in fn.items() if k != "type"}})
-        return orjson.dumps(flat)
+        return compact_json.dumps(flat)
 
     def new_conversation(self) -> Conversation | None:
         return Conversation() if self.options.responses_state == "previous" else None

@@ -106,8 +106,8 @@ def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list
     """
     out = list(messages)
     for i, m in enumerate(out):
-        if m.raw.get("role") == "user" and isinstance(m.raw.get("content"), str):
-            out[i] = builder.message({**m.raw, "content": salt + m.raw["content"]})
+        if m.role == "user" and isinstance(raw := m.raw, dict) and isinstance(raw.get("content"), str):
+            out[i] = builder.message({**raw, "content": salt + raw["content"]})
             break
     return out
 
@@ -228,7 +228,7 @@ async def _replay_agent(
         out = turn.output_message
         if answer and rec.error is None and ctx.builder is not None:
             # The host's own words; recorded tool calls stay, since the recorded tool results answer them.
-            out = ctx.builder.output({**answer, "tool_calls": turn.output.get("tool_calls")})
+            out = ctx.builder.output({**answer, "tool_calls": turn.output_tool_calls})
         agent.context.extend((out,))
         last = turn.index == len(traj.turns) - 1
         pause = 0.0 if last else ctx.tool_time.pause(turn.tool_time_s)
