@@ -142,14 +142,14 @@ class AnthropicFlavour(Flavour):
 
     # --- reading -------------------------------------------------------------------------------------------------
     def plain_tokens(self, region: bytes) -> int | None:
-        """Every event a text delta: two ``type`` keys each (the event's and the delta's), one string ``text``."""
+        """Every event a text delta: two ``type`` keys each (the event's and the delta's), and a delta object whose
+        keys are ``type`` then ``text`` (as the API writes them; any other order is decoded)."""
         if b'"type":"text_delta"' not in region or b'"error"' in region:
             return None
         events = region.count(b"\n\n") + 1
         if not (
             region.count(b'"type":"content_block_delta"')
-            == region.count(b'"type":"text_delta"')
-            == region.count(b'"text":"')
+            == region.count(b'"delta":{"type":"text_delta","text":"')
             == region.count(b"data: ")
             == events
             and region.count(b'"type":"') == 2 * events

@@ -126,13 +126,15 @@ class ResponsesFlavour(Flavour):
         events = region.count(b"\n\n") + 1
         if not (
             region.count(_TEXT) == region.count(b'"type":"') == region.count(b'"delta":"') == events
-            and region.count(b"data: ") == events
+            and region.count(b'"delta":') == region.count(b"data: ") == events
         ):
             return None
         return events - region.count(b'"delta":""')
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b'"error"' in data or b": " in data or data.count(b'"type":"') != 1 or b'"delta":"' not in data:
+        if b'"error"' in data or b": " in data or data.count(b'"type":"') != 1 or data.count(b'"delta":') != 1:
+            return None
+        if b'"delta":"' not in data:
             return None
         if _TEXT in data:
             return None if b'"delta":""' in data else ANSWER
