@@ -34,9 +34,13 @@ def embedded_host(
     faults: str | None = None,
     fault_seed: int = 0,
     start_timeout_s: float = 30.0,
+    profile_file: str | None = None,
 ) -> Iterator[EmbeddedHost]:
-    """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened."""
+    """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened.
+    ``profile_file``: the profile from that file (``replay sim --profile-file``), its base ``profile``."""
     cmd = [sys.executable, "-m", "replay", "sim", "--host", "127.0.0.1", "--port", "0", "--profile", profile]
+    if profile_file:
+        cmd += ["--profile-file", profile_file]
     if truth_log:
         cmd += ["--truth-log", truth_log]
     if faults:

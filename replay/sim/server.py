@@ -26,7 +26,8 @@ from aiohttp import web, web_protocol
 from replay import event_loop
 from replay.sim.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
 from replay.sim.faults import HTTP_KINDS, FaultPlan, FaultSpec
-from replay.sim.profiles import SimProfile, get_profile
+from replay.sim.profile_file import resolve_profile
+from replay.sim.profiles import SimProfile
 from replay.sim.prometheus import exposition
 from replay.sim.prompt import PromptTokenizer, anthropic_to_chat
 from replay.sim.truth import TruthLog, TruthRecord
@@ -528,9 +529,11 @@ async def start_sim(
     faults: str | FaultSpec | None = None,
     fault_seed: int = 0,
     seed: int = 0,
+    profile_file: str | None = None,
 ) -> SimHandle:
-    """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens."""
-    sim_profile = get_profile(profile) if isinstance(profile, str) else profile
+    """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens;
+    ``profile_file``: a profile from a file (replay.sim.profile_file), its base defaulting to ``profile``."""
+    sim_profile = resolve_profile(profile, profile_file)
     spec = faults if isinstance(faults, FaultSpec) else FaultSpec.parse(faults, fault_seed)
     truth = TruthLog(truth_log, keep=keep_truth)
     app = make_app(sim_profile, truth, faults=spec, seed=seed)  # loads the tokenizer now, not on the first request
@@ -566,8 +569,10 @@ def serve(
     truth_log: str | None = None,
     faults: str | None = None,
     fault_seed: int = 0,
+    profile_file: str | None = None,
 ) -> None:
     """Run the sim until SIGTERM or SIGINT; print ``REPLAY_SIM_READY port=<port>`` once listening."""
+    profile = resolve_profile(profile, profile_file)  # a bad file fails here, before the loop starts
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
