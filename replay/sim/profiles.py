@@ -257,8 +257,9 @@ _MOE = SimProfile(
 # leaves 10 GB for KV: 76k tokens at 128 KiB per token. A coding agent's context is 2k-52k tokens (the default
 # workload's calls average ~20k), so the cache holds about four sessions' working sets: KNEE_SESSIONS =
 # 76k / 20k ≈ 4 for the default workload. Past the knee every session's prefix is evicted before it comes
-# back (LRU thrash), admitted prefills preempt one another, new-input work jumps ~10x and total throughput
-# falls by about 40 % instead of flattening, while TTFT jumps from a fraction of a second to seconds.
+# back (LRU thrash), admitted prefills preempt one another, new-input work triples and total throughput
+# falls by about 20 % instead of flattening (the thrashing host re-prefills at the GPU's ~41k tok/s), while
+# TTFT jumps from a fraction of a second to seconds.
 _OVERLOADED = dataclasses.replace(
     _H100,
     name="overloaded",
