@@ -61,6 +61,7 @@ def run_point(args: argparse.Namespace, concurrency: int, run_dir: Path) -> dict
         "--duration", str(args.duration), "--warmup", str(args.warmup), "--seed", str(args.seed),
         "--drain-timeout", str(args.drain_timeout), "--json", "-q",
         "--out", str(run_dir / f"run-c{concurrency}.jsonl"),
+        *(["--no-salt-tasks"] if args.no_salt_tasks else []),
     ]  # fmt: skip
     limit = args.duration + args.drain_timeout + 120
     proc = subprocess.run(cmd, capture_output=True, timeout=limit, check=False)
@@ -161,6 +162,9 @@ def main() -> None:
     parser.add_argument("--virtual", action="store_true", help="virtual clock: the engine alone, in seconds")
     parser.add_argument(
         "--unique", action="store_true", help="virtual only: no two tasks share a cached prefix (distinct agents)"
+    )
+    parser.add_argument(
+        "--no-salt-tasks", action="store_true", help="replay run only: copies of a trajectory share their prefixes"
     )
     parser.add_argument("--out", default="sweep", help="output path without extension")
     parser.add_argument("--runs-dir", help="where the run files go (default: replay-runs/sweep-NAME)")

@@ -17,6 +17,12 @@ from replay.cli.options import profile_names
     show_default=True,
     help=f"Simulated engine profile, one of: {profile_names()}. Their figures: --list-profiles.",
 )
+@click.option(
+    "--profile-file",
+    type=click.Path(dir_okay=False),
+    help="Load the profile from this TOML or JSON file: SimProfile fields over `base` (default: --profile), "
+    "or a table of measured step times (docs/simulated-host.md).",
+)
 @click.option("--truth-log", type=click.Path(dir_okay=False), help="Write the per-request truth log here (JSON Lines).")
 @click.option(
     "--faults",
@@ -45,6 +51,7 @@ def sim(
     host: str,
     port: int,
     profile: str,
+    profile_file: str | None,
     truth_log: str | None,
     faults: str | None,
     fault_seed: int,
@@ -56,19 +63,26 @@ def sim(
     """Run the simulated OpenAI- and Anthropic-compatible host on its own."""
     from replay.sim.dialects import get_dialect
     from replay.sim.faults import FaultSpec
+    from replay.sim.profile_file import ProfileFileError, load_profile_file
     from replay.sim.profiles import PROFILES, get_profile
     from replay.sim.routes import FallbackSpec
     from replay.sim.server import serve
 
-    if list_profiles:
-        rows = [{"profile": p.name, "description": p.description} | ({} if p.instant else p.summary())
-                for p in PROFILES.values()]  # fmt: skip
-        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
-        return
     try:
         get_profile(profile)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--profile") from None
+    loaded = None
+    if profile_file:
+        try:
+            loaded = load_profile_file(profile_file, profile)
+        except ProfileFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="--profile-file") from None
+    if list_profiles:
+        rows = [{"profile": p.name, "description": p.description} | ({} if p.instant else p.summary())
+                for p in [*PROFILES.values(), *([loaded] if loaded else [])]]  # fmt: skip
+        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        return
     try:
         FaultSpec.parse(faults, fault_seed)
     except ValueError as exc:
@@ -81,7 +95,7 @@ def sim(
     serve(
         host=host,
         port=port,
-        profile=profile,
+        profile=loaded or profile,
         truth_log=truth_log,
         faults=faults,
         fault_seed=fault_seed,

@@ -36,10 +36,14 @@ def embedded_host(
     start_timeout_s: float = 30.0,
     dialect: str | None = None,
     fallback: str | None = None,
+    profile_file: str | None = None,
 ) -> Iterator[EmbeddedHost]:
     """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened.
-    ``dialect`` and ``fallback`` are ``replay sim --dialect`` and ``--fallback``."""
+    ``dialect``, ``fallback`` and ``profile_file`` are ``replay sim --dialect``, ``--fallback`` and
+    ``--profile-file`` (a profile from that file, over its base ``profile``)."""
     cmd = [sys.executable, "-m", "replay", "sim", "--host", "127.0.0.1", "--port", "0", "--profile", profile]
+    if profile_file:
+        cmd += ["--profile-file", profile_file]
     if truth_log:
         cmd += ["--truth-log", truth_log]
     if faults:

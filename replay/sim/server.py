@@ -31,6 +31,7 @@ from replay.sim.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
 from replay.sim.errors import error_body, fault_body, overflow_body, previous_not_found
 from replay.sim.exchange import PRIMARY, Exchange
 from replay.sim.faults import FaultPlan, FaultSpec, http_status
+from replay.sim.profile_file import resolve_profile
 from replay.sim.profiles import SimProfile, get_profile
 from replay.sim.prometheus import exposition
 from replay.sim.prompt import PromptTokenizer
@@ -352,10 +353,12 @@ async def start_sim(
     seed: int = 0,
     dialect: str | None = None,
     fallback: str | FallbackSpec | None = None,
+    profile_file: str | None = None,
 ) -> SimHandle:
     """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens.
-    ``dialect``: a provider's stream shape (``dialects.DIALECTS``); ``fallback``: ``SHARE:PROFILE``."""
-    sim_profile = get_profile(profile) if isinstance(profile, str) else profile
+    ``dialect``: a provider's stream shape (``dialects.DIALECTS``); ``fallback``: ``SHARE:PROFILE``;
+    ``profile_file``: a profile from a file (replay.sim.profile_file), its base defaulting to ``profile``."""
+    sim_profile = resolve_profile(profile, profile_file)
     spec = faults if isinstance(faults, FaultSpec) else FaultSpec.parse(faults, fault_seed)
     route = fallback if isinstance(fallback, FallbackSpec) or fallback is None else FallbackSpec.parse(fallback)
     truth = TruthLog(truth_log, keep=keep_truth)
@@ -396,9 +399,11 @@ def serve(
     dialect: str | None = None,
     fallback: str | None = None,
     watch_stdin: bool = False,
+    profile_file: str | None = None,
 ) -> None:
     """Run the sim until SIGTERM, SIGINT or SIGHUP (or, with ``watch_stdin``, until its stdin closes: the embedded
     host's parent died); print ``REPLAY_SIM_READY port=<port>`` once listening."""
+    profile = resolve_profile(profile, profile_file)  # a bad file fails here, before the loop starts
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
