@@ -173,6 +173,12 @@ SIM = [
         help=f"Profile of the embedded simulated host: {profile_names()} (replay sim --list-profiles).",
     ),
     click.option(
+        "--sim-profile-file",
+        type=click.Path(dir_okay=False),
+        help="The embedded simulated host's profile from this TOML or JSON file (physical inputs over a shipped "
+        "profile, or measured step times; docs/simulated-host.md).",
+    ),
+    click.option(
         "--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'."
     ),
     click.option("--sim-fault-seed", default=0, show_default=True, help="Seed of the simulated host's faults."),
@@ -275,6 +281,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         responses_state=opts["responses_state"],
         out=out,
         sim_profile=opts["sim_profile"],
+        sim_profile_file=opts["sim_profile_file"],
         sim_truth_log=opts["sim_truth_log"],
         sim_faults=opts["sim_faults"],
         sim_fault_seed=opts["sim_fault_seed"],

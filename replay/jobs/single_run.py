@@ -61,6 +61,7 @@ class RunSpec:
     abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
     out: str | None = None
     sim_profile: str = "default"
+    sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
     sim_truth_log: str | None = None
     sim_faults: str | None = None
     sim_fault_seed: int = 0
@@ -109,11 +110,21 @@ def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, dict[str
     with contextlib.ExitStack() as stack:
         try:
             sim = stack.enter_context(embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed,
-                                                    dialect=spec.sim_dialect, fallback=spec.sim_fallback))  # fmt: skip
+                                                    dialect=spec.sim_dialect, fallback=spec.sim_fallback,
+                                                    profile_file=spec.sim_profile_file))  # fmt: skip
         except RuntimeError as exc:
             raise RunError(str(exc)) from None
-        yield sim.base_url, {"profile": spec.sim_profile, "faults": spec.sim_faults, "dialect": spec.sim_dialect,
-                             "fallback": spec.sim_fallback, "pid": sim.pid}  # fmt: skip
+        yield sim.base_url, {"profile": _sim_profile_name(spec), "profile_file": spec.sim_profile_file,
+                             "faults": spec.sim_faults, "dialect": spec.sim_dialect, "fallback": spec.sim_fallback,
+                             "pid": sim.pid}  # fmt: skip
+
+
+def _sim_profile_name(spec: RunSpec) -> str:
+    if not spec.sim_profile_file:
+        return spec.sim_profile
+    from replay.sim.profile_file import resolve_profile
+
+    return resolve_profile(spec.sim_profile, spec.sim_profile_file).name
 
 
 def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
