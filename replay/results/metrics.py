@@ -132,6 +132,7 @@ def summarize(run: RunData) -> dict[str, Any]:
     errors = sum(errors_by_class.values())
     finals = [r for r in reqs if r.final]  # one per call, after its retries
     return {
+        "run": run_identity(run.header),
         "requests": len(reqs),
         "attempts": len(reqs),  # every attempt is a request record
         "retries": sum(r.attempt > 1 for r in reqs),
@@ -159,6 +160,27 @@ def summarize(run: RunData) -> dict[str, Any]:
         "totals": _totals(reqs),
         "client": _client(run.client, win, measured),
         "breakdown": breakdown(measured),
+    }
+
+
+def run_identity(header: dict[str, Any]) -> dict[str, Any]:
+    """What a summary was made of, so two summaries can be told apart and compared without their run files."""
+    host, load, workload = header.get("host") or {}, header.get("load") or {}, header.get("workload") or {}
+    sim = header.get("simulated") or {}
+    return {
+        "host": host.get("base_url"),
+        "api": host.get("api"),
+        "model": host.get("model"),
+        "simulated_profile": header.get("simulated_host"),
+        "simulated_faults": sim.get("faults") if sim else header.get("simulated_faults"),
+        "concurrency": load.get("concurrency"),
+        "duration_s": load.get("duration_s"),
+        "tasks": load.get("tasks"),
+        "tool_time": load.get("tool_time"),
+        "seed": load.get("seed"),
+        "workload": {k: workload.get(k) for k in ("paths", "digest", "trajectories", "turns")},
+        "created": header.get("created"),
+        "replay_version": header.get("replay_version"),
     }
 
 

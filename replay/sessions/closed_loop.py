@@ -165,6 +165,7 @@ async def run_load(
             abort=lambda reason: asked.ask(f"aborted: {reason}"),
             rng=random.Random(load.seed),
             on_pause=live.pausing,
+            on_turn=live.turn,
         )
 
         async def worker(slot: int) -> None:
@@ -176,6 +177,7 @@ async def run_load(
                     return
                 task_index = started
                 started += 1
+                live.tasks_started = started
                 await replay_task(ctx, task_index, slot, next(order))
 
         await ctx.client.warm(slots)

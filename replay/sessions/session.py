@@ -52,6 +52,7 @@ class SessionContext:
     abort: Callable[[str], None] = lambda reason: None  # stops the whole run (on_error abort)
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter
     on_pause: Callable[[int, float | None], None] = lambda slot, until: None  # a session's tool pause begins/ends
+    on_turn: Callable[[int, int, float], None] = lambda slot, turns_left, tool_left: None  # for the time left
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -213,9 +214,12 @@ async def _replay_agent(
     prompt and, being exactly the parent's last request plus output, in its reusable prefix.
     """
     agent = _Agent(ctx, traj, task, slot, tally, base or [], parent)
+    tool_left = sum(ctx.tool_time.pause(t.tool_time_s) for t in traj.turns[:-1]) if parent is None else 0.0
     for turn in traj.turns:
         if ctx.stop.is_set() or tally.ended:
             return  # the run stopped, or another agent of the task ended it
+        if parent is None:  # calls left, and pauses left from this call's on
+            ctx.on_turn(slot, len(traj.turns) - turn.index, tool_left)
         reusable = agent.prepare(turn)
         rec, answer = await agent.call(turn, reusable)
         if rec is None:
@@ -241,6 +245,7 @@ async def _replay_agent(
             await _spawn(agent, turn, pause)
         if pause and parent is None:
             ctx.on_pause(slot, None)
+            tool_left -= pause
 
 
 async def _spawn(agent: _Agent, turn: Turn, pause: float) -> None:
