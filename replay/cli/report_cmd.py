@@ -30,10 +30,10 @@ import click
 )
 def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str | None, csv_dir: str | None) -> None:
     """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any)."""
-    from replay.results.metrics import summarize
     from replay.results.plots import PlotsUnavailable, require_matplotlib
     from replay.results.recorded_timeline import recorded_timeline
     from replay.results.run_reader import read_run
+    from replay.results.streaming import summarize_file
     from replay.results.text_report import to_json, to_text
     from replay.results.truth_compare import compare, find_truth_log, load_truth
     from replay.results.verdict import judge
@@ -41,9 +41,10 @@ def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str 
     try:
         if html_path:
             require_matplotlib()  # before any work: a missing extra is a one-line error, not a traceback later
-        data = read_run(run_file)
-        summary = summarize(data)
+        summary, data = summarize_file(run_file)  # one pass, flat memory, whatever the run's length
         truth = truth_path or find_truth_log(run_file, data.header)
+        if truth or html_path or csv_dir:  # these need every record
+            data = read_run(run_file, notes=lambda _: None)
         if truth:
             summary["truth"] = compare(data.requests, load_truth(truth))
         judge(summary, data.header, data.footer)

@@ -21,9 +21,10 @@ from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_ur
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.run_header import build_header
-from replay.results.metrics import summarize
 from replay.results.records import RunWriter
+from replay.results.run_reader import read_run
 from replay.results.scrub import Scrubber
+from replay.results.streaming import StreamSummary
 from replay.results.thresholds import ThresholdError, parse_all
 from replay.results.truth_compare import compare, load_truth
 from replay.results.verdict import judge
@@ -188,7 +189,8 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
-    writer = RunWriter(out, Scrubber([key] if key else []))
+    stream = StreamSummary()
+    writer = RunWriter(out, Scrubber([key] if key else []), sink=stream)
     truth_log = truth_log_path(spec, out)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
@@ -218,13 +220,13 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                 raise
     finally:
         with contextlib.suppress(Exception):
-            writer.footer({**footer, "requests": len(writer.data.requests), "tasks": len(writer.data.tasks)})
+            writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    summary = summarize(writer.data)
+    summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
     if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-        summary["truth"] = compare(writer.data.requests, load_truth(truth_log))
-    judge(summary, writer.data.header, writer.data.footer)
-    return RunResult(summary, writer.data.header, out, writer.data.footer)
+        summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
+    judge(summary, writer.header_data, writer.footer_data)
+    return RunResult(summary, writer.header_data, out, writer.footer_data)
 
 
 def _threshold_check(spec: RunSpec, writer: RunWriter) -> Any:
@@ -234,7 +236,7 @@ def _threshold_check(spec: RunSpec, writer: RunWriter) -> Any:
     thresholds = parse_all(spec.thresholds)
 
     def check() -> str | None:
-        summary = summarize(writer.data)
+        summary = writer.sink.summary(writer.header_data)
         if not summary["window"]["steady"]:
             return None  # before the steady window opens, figures are warm-up's
         breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]

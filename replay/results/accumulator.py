@@ -224,6 +224,17 @@ class Accumulator:
             for a, b in zip(mine, theirs, strict=True):
                 a.merge(b)
 
+    def merge_measured(self, other: Accumulator) -> None:
+        """Add in only ``other``'s per-call figures (its counts, sums of all requests and tokens stay out)."""
+        for name in _SUMS:
+            if name == "measured" or name.startswith("m_"):
+                self.sums[name] += other.sums[name]
+        for name in HISTOGRAMS:
+            self.hist[name].add(other.hist[name])
+        for mine, theirs in ((self.by_context, other.by_context), (self.by_turn, other.by_turn)):
+            for a, b in zip(mine, theirs, strict=True):
+                a.merge(b)
+
     def encode(self) -> dict[str, Any]:
         """JSON of the whole state (token keys must be JSON-able: tuples become lists)."""
         return {

@@ -39,8 +39,6 @@ def ttft_s(r: RequestRecord) -> float | None:
     return r.t_first_token - r.t_sent if r.t_first_token is not None else None
 
 
-
-
 def percentiles(values: Sequence[float], ps: tuple[int, ...]) -> dict[str, float | int | None]:
     """Order-statistic percentiles and the sample count; ``None`` for each when there are no samples."""
     if not values:

@@ -109,6 +109,7 @@ class RunData:
     client: list[dict[str, Any]]
     footer: dict[str, Any] | None
     skipped_lines: int = 0
+    marks: list[dict[str, Any]] = field(default_factory=list)  # window and segment records, in file order
 
 
 def clock_anchor() -> dict[str, float]:
@@ -117,19 +118,22 @@ def clock_anchor() -> dict[str, float]:
 
 
 class RunWriter:
-    """Appends records to the run file, one flushed line each, and mirrors them in memory.
+    """Appends records to the run file, one flushed line each, and hands each to a ``sink`` as it goes.
 
-    The mirror (``data``) is what the live run summarises; ``replay report`` summarises the file.
-    Both go through ``replay.results.metrics.summarize``, so they print the same figures.
+    Nothing is kept of the requests: the sink (``replay.results.streaming.StreamSummary`` for a run) summarises
+    them as they come, in the order the file holds them, exactly as ``replay report`` will read the file back.
     """
 
-    def __init__(self, path: str | Path, scrub: Scrubber | None = None) -> None:
+    def __init__(self, path: str | Path, scrub: Scrubber | None = None, sink: Any = None) -> None:
         self.path = Path(path)
         self._scrub = scrub if scrub else None  # secrets never written, whatever path they took
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self._since_sync = 0
-        self.data = RunData(header={}, requests=[], tasks=[], phases={}, client=[], footer=None)
+        self.sink = sink
+        self.header_data: dict[str, Any] = {}
+        self.footer_data: dict[str, Any] | None = None
+        self.requests = self.tasks = 0
 
     def _write(self, kind: str, payload: dict[str, Any]) -> None:
         line = orjson.dumps({"type": kind, **payload})
@@ -139,33 +143,47 @@ class RunWriter:
         self._file.flush()
         self._since_sync += 1
         if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
-            os.fsync(self._file.fileno())
-            self._since_sync = 0
+            self.sync()
+
+    def sync(self) -> None:
+        os.fsync(self._file.fileno())
+        self._since_sync = 0
 
     def header(self, header: dict[str, Any]) -> None:
-        header = self._scrub.value(header) if self._scrub is not None else header  # the mirror as the file has it
-        self.data.header = {"format": RUN_FORMAT, **header}
-        self._write("header", self.data.header)
+        header = self._scrub.value(header) if self._scrub is not None else header  # kept as the file has it
+        self.header_data = {"format": RUN_FORMAT, **header}
+        self._write("header", self.header_data)
 
     def request(self, rec: RequestRecord) -> None:
         self._write("request", asdict(rec))
-        self.data.requests.append(rec)
+        self.requests += 1
+        if self.sink is not None:
+            self.sink.request(rec)
 
     def task(self, rec: TaskRecord) -> None:
         self._write("task", asdict(rec))
-        self.data.tasks.append(rec)
+        self.tasks += 1
+        if self.sink is not None:
+            self.sink.task(rec)
 
     def phase(self, name: str, t: float) -> None:
         self._write("phase", {"name": name, "t": t})
-        self.data.phases[name] = t
+        if self.sink is not None:
+            self.sink.phase(name, t)
 
     def client(self, sample: dict[str, Any]) -> None:
         self._write("client", sample)
-        self.data.client.append(sample)
+        if self.sink is not None:
+            self.sink.sample(sample)
+
+    def mark(self, kind: str, payload: dict[str, Any]) -> None:
+        """A window or segment record, written and synced at once (a soak's night must survive a power cut)."""
+        self._write(kind, payload)
+        self.sync()
 
     def footer(self, footer: dict[str, Any]) -> None:
         self._write("footer", footer)
-        self.data.footer = footer
+        self.footer_data = footer
 
     def close(self) -> None:
         if not self._file.closed:

@@ -87,12 +87,36 @@ def _client(obj: dict[str, Any]) -> Any:
     return obj
 
 
-def read_run(path: str | Path, notes: Callable[[str], None] | None = None) -> RunData:
-    """Parse a run file; every line that cannot be used is skipped and named through ``notes`` (default: stderr)."""
+class _Keep:
+    """The default sink: every record kept in a RunData."""
+
+    def __init__(self, data: RunData) -> None:
+        self.data = data
+
+    def phase(self, name: str, t: float) -> None:
+        self.data.phases[name] = t
+
+    def request(self, r: RequestRecord) -> None:
+        self.data.requests.append(r)
+
+    def task(self, t: TaskRecord) -> None:
+        self.data.tasks.append(t)
+
+    def sample(self, s: dict[str, Any]) -> None:
+        self.data.client.append(s)
+
+
+def read_run(path: str | Path, notes: Callable[[str], None] | None = None, sink: Any = None) -> RunData:
+    """Parse a run file; every line that cannot be used is skipped and named through ``notes`` (default: stderr).
+
+    ``sink`` (an object with ``phase(name, t)``, ``request(r)``, ``task(t)``, ``sample(s)``) takes the records in
+    file order instead of the returned RunData (whose lists then stay empty): a run of any length in flat memory.
+    """
     say = notes or (lambda text: print(text, file=sys.stderr))
     header: dict[str, Any] | None = None
     data = RunData(header={}, requests=[], tasks=[], phases={}, client=[], footer=None)
     skipped = 0
+    sink = sink if sink is not None else _Keep(data)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -101,7 +125,7 @@ def read_run(path: str | Path, notes: Callable[[str], None] | None = None) -> Ru
         for lineno, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            problem = _line(data, line)
+            problem = _line(data, sink, line)
             if isinstance(problem, dict):
                 if header is None:
                     header = problem
@@ -121,8 +145,8 @@ def read_run(path: str | Path, notes: Callable[[str], None] | None = None) -> Ru
     return data
 
 
-def _line(data: RunData, line: bytes) -> str | dict[str, Any] | None:
-    """File one line into ``data``: None when used, the header (a dict) when it is one, else the problem."""
+def _line(data: RunData, sink: Any, line: bytes) -> str | dict[str, Any] | None:
+    """File one line: None when used, the header (a dict) when it is one, else the problem."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -134,26 +158,27 @@ def _line(data: RunData, line: bytes) -> str | dict[str, Any] | None:
         return obj
     if kind == "request":
         rec = _record(RequestRecord, _REQUEST, obj)
-        target: list[Any] = data.requests
+        take = sink.request
     elif kind == "task":
         rec = _record(TaskRecord, _TASK, obj)
-        target = data.tasks
+        take = sink.task
     elif kind == "phase":
         rec = _phase(obj)
         if not isinstance(rec, str):
-            data.phases[rec["name"]] = rec["t"]
+            sink.phase(rec["name"], rec["t"])
             return None
     elif kind == "client":
         rec = _client(obj)
-        target = data.client
+        take = sink.sample
     elif kind == "footer":
         data.footer = obj
         return None
     elif kind in ("window", "segment"):
-        return None  # written by other parts of replay; not needed to summarise
+        data.marks.append({"type": kind, **obj})  # windows and resumed segments: few, read by the reports
+        return None
     else:
         return f"unknown record type {orjson.dumps(kind)[:40].decode(errors='replace')}"
     if isinstance(rec, str):
         return f"a {kind} record: {rec}"
-    target.append(rec)
+    take(rec)
     return None
