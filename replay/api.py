@@ -16,12 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from replay.jobs.rebuild import rebuild_run
 from replay.jobs.single_run import RunResult, RunSpec, execute
 from replay.results.records import RunData
 from replay.results.run_reader import read_run
-from replay.results.streaming import summarize_file
-from replay.results.truth_compare import compare, find_truth_log, load_truth
-from replay.results.verdict import judge
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
@@ -54,8 +52,4 @@ def read(run_file: str | Path) -> RunData:
 
 def summarize(run_file: str | Path, truth: str | Path | None = None) -> Summary:
     """Every figure of a run, rebuilt from its run file (and the simulated host's truth log, when there is one)."""
-    summary, data = summarize_file(run_file)
-    truth_path = truth or find_truth_log(run_file, data.header)
-    if truth_path:
-        summary["truth"] = compare(read_run(run_file).requests, load_truth(truth_path))
-    return judge(summary, data.header, data.footer)
+    return rebuild_run(run_file, truth).summary

@@ -128,6 +128,11 @@ LOAD = [
     ),
     click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken."),
     click.option(
+        "--window",
+        help="Write a window record (the figures of that stretch) every this long, e.g. 60s; default 60 s for runs of"
+        " 10 minutes or more (soaks), none for shorter ones.",
+    ),
+    click.option(
         "--drain-timeout", default="60", show_default=True, help="How long in-flight calls may finish after the stop."
     ),
 ]
@@ -271,6 +276,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         load=load,
         retries=opts["retries"],
         thresholds=list(opts["thresholds"]),
+        window_s=_seconds(opts, "window"),
         abort_on_fail=opts["abort_on_fail"],
         force_output_length=opts["force_output_length"],
         extra_body=_json_object(opts["extra_body"], "--extra-body"),

@@ -51,6 +51,7 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         "load": spec.load.public(),
         "thresholds": list(spec.thresholds),
         "abort_on_fail": spec.abort_on_fail,
+        "window_s": spec.window_s,
         "workload": {
             "paths": workload.paths,
             "digest": workload.digest,

@@ -4,12 +4,14 @@ run the closed loop, summarise and judge. The CLI, the library face and the test
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 import aiohttp
@@ -28,11 +30,14 @@ from replay.results.streaming import StreamSummary
 from replay.results.thresholds import ThresholdError, parse_all
 from replay.results.truth_compare import compare, load_truth
 from replay.results.verdict import judge
+from replay.results.windows import Tee, WindowRecorder
 from replay.sessions.closed_loop import LoadConfig, run_load
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
 SIM_MODEL = "replay-sim"
+DEFAULT_WINDOW_S = 60.0
+LONG_RUN_S = 600.0  # runs this long or longer get windows unless told otherwise
 DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
 
 
@@ -60,6 +65,7 @@ class RunSpec:
     responses_state: str = "none"  # responses: none | previous
     thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ... (replay.results.thresholds)
     abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
+    window_s: float | None = None  # window records every this many seconds (None: 60 s for runs of 10 min or more)
     out: str | None = None
     sim_profile: str = "default"
     sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
@@ -190,7 +196,9 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     out = Path(spec.out) if spec.out else default_out_path()
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
     stream = StreamSummary()
-    writer = RunWriter(out, Scrubber([key] if key else []), sink=stream)
+    window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
+    windows = WindowRecorder(window_s) if window_s else None
+    writer = RunWriter(out, Scrubber([key] if key else []), sink=Tee(stream, windows) if windows else stream)
     truth_log = truth_log_path(spec, out)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
@@ -213,8 +221,11 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                         writer,
                         progress=spec.progress,
                         check=_threshold_check(spec, writer),
+                        extra=[lambda: _close_windows(windows, writer)] if windows else (),
                     )
                 )
+                if windows is not None:
+                    writer.mark("window", windows.close(perf_counter()))  # the last one, cut at the end
             except KeyboardInterrupt:
                 footer = {"stop_reason": "interrupted"}
                 raise
@@ -227,6 +238,13 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
     judge(summary, writer.header_data, writer.footer_data)
     return RunResult(summary, writer.header_data, out, writer.footer_data)
+
+
+async def _close_windows(windows: WindowRecorder, writer: RunWriter) -> None:
+    """Append each window's record as it closes (written and synced: a killed soak keeps every closed window)."""
+    while True:
+        await asyncio.sleep(max(windows.due() - perf_counter(), 0.0))
+        writer.mark("window", windows.close(perf_counter()))
 
 
 def _threshold_check(spec: RunSpec, writer: RunWriter) -> Any:

@@ -206,29 +206,30 @@ class Accumulator:
                 record(v, c)
 
     # --- combining -----------------------------------------------------------------------------------------------
-    def merge(self, other: Accumulator, token_key: Callable[[Hashable], Hashable] | None = None) -> None:
-        """Add ``other`` in; ``token_key`` maps its token keys to this one's (default: the same keys)."""
+    def merge(self, other: Accumulator, measured: bool = True) -> None:
+        """Add ``other`` in: its counts and tokens, and its per-call figures unless ``measured`` is False."""
         for name in _SUMS:
-            self.sums[name] += other.sums[name]
+            if measured or not (name == "measured" or name.startswith("m_")):
+                self.sums[name] += other.sums[name]
         for cls, n in other.errors_by_class.items():
             self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + n
-        for name in HISTOGRAMS:
-            self.hist[name].add(other.hist[name])
         for key, (c, n, o) in other.tokens.items():
-            slot = self.tokens.setdefault(token_key(key) if token_key else key, [0.0, 0.0, 0.0])
+            slot = self.tokens.setdefault(key, [0.0, 0.0, 0.0])
             slot[0] += c
             slot[1] += n
             slot[2] += o
         self.estimated_input |= other.estimated_input
-        for mine, theirs in ((self.by_context, other.by_context), (self.by_turn, other.by_turn)):
-            for a, b in zip(mine, theirs, strict=True):
-                a.merge(b)
+        if measured:
+            self._merge_calls(other)
 
     def merge_measured(self, other: Accumulator) -> None:
         """Add in only ``other``'s per-call figures (its counts, sums of all requests and tokens stay out)."""
         for name in _SUMS:
             if name == "measured" or name.startswith("m_"):
                 self.sums[name] += other.sums[name]
+        self._merge_calls(other)
+
+    def _merge_calls(self, other: Accumulator) -> None:
         for name in HISTOGRAMS:
             self.hist[name].add(other.hist[name])
         for mine, theirs in ((self.by_context, other.by_context), (self.by_turn, other.by_turn)):

@@ -64,7 +64,7 @@ class StreamSummary:
         if not win.steady:  # the window never opened: it is the whole run, warm-up calls included
             acc = Accumulator()
             acc.merge(self.acc)
-            acc.merge_measured(self.early)
+            acc.merge_measured(self.early)  # (merge_measured: the early calls' counts are in self.acc already)
         steady_tokens = Accumulator()
         keys = (STEADY,) if win.steady else (WARMUP, STEADY)  # without a steady window: everything before the stop
         for key in keys:

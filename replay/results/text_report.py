@@ -50,6 +50,8 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
     lines.append(_row("per-user decode tok/s", s["user_decode_tps"], ("p25", "p50", "p75"), unit="tps"))
     lines.append(_row("per-user tok/s incl. wait", s["user_output_tps_incl_wait"], ("p25", "p50"), unit="tps"))
     lines += _throughput(s["throughput"]) + _cache(s["cache"]) + _tasks(s["tasks"])
+    if s.get("windows"):
+        lines += _over_time(s["windows"])
     tot = s["totals"]
     lines.append(
         f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"
@@ -86,6 +88,11 @@ def _overview(s: dict[str, Any]) -> list[str]:
         f" {plural(w['requests'], 'call')} sent in it)"
         + ("" if w["steady"] else "  [no steady state reached: figures cover the whole run]"),
     ]
+    if s.get("span"):
+        line[1] = (
+            f"span {s['window_s']:.1f} s (the windows from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start,"
+            f" {plural(w['requests'], 'call')} completed in them)"
+        )
     return line
 
 
@@ -141,6 +148,27 @@ def _waits(k: dict[str, Any]) -> str:
     if k.get("queue_time_s") and k["queue_time_s"] >= 0.001:
         out += f" + client queue {_s(k['queue_time_s'])}"
     return out
+
+
+MAX_ROWS = 24
+
+
+def _over_time(windows: list[dict[str, Any]]) -> list[str]:
+    """The windows as a table (every k-th when there are many: all of them are in --json and the HTML)."""
+    step = -(-len(windows) // MAX_ROWS)
+    rows = [
+        f"  {w['start_s']:>8.0f} s {w['requests']:>7,} {_rate(w['total_tps']):>11} {_rate(w['output_tps']):>9}"
+        f" {_s(w['ttft_p50_s']):>10} {_s(w['ttft_p95_s']):>10} {_s(w['user_decode_tps_p25'], 'n'):>9}"
+        f" {w['errors']:>6}"
+        for w in windows[::step]
+    ]
+    every = f", every {step}th shown" if step > 1 else ""
+    return [
+        "",
+        f"Over time ({plural(len(windows), 'window')} of the run{every}; calls completed in each)",
+        "     start   calls   total t/s  output t/s  TTFT p50   TTFT p95  decode p25  errors",
+        *rows,
+    ]
 
 
 def _client(cl: dict[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -111,10 +111,12 @@ async def run_load(
     writer: RunWriter,
     progress: bool = True,
     check: Callable[[], str | None] | None = None,
+    extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
 ) -> dict[str, Any]:
     """Run the closed loop to its stop; every record goes to ``writer`` as it happens. Returns the footer.
 
     ``check`` is called every few seconds; a reason it returns stops the run (thresholds with --abort-on-fail).
+    ``extra`` are coroutines run beside the sessions for the run's length (closing windows, serving metrics).
     """
     task_limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.tasks))
     slots = load.concurrency if task_limit is None else min(load.concurrency, task_limit)
@@ -193,6 +195,7 @@ async def run_load(
             side.append(asyncio.create_task(_print_progress(ProgressLine(live), stop)))
         if check is not None:
             side.append(asyncio.create_task(_checks(check, asked)))
+        side += [asyncio.create_task(job()) for job in extra]
         try:
             with graceful_signals(asked.on_signal, asked.on_second_signal):
                 await _until_stop(workers, asked, t0 + load.duration_s if load.duration_s else None)

@@ -1,0 +1,58 @@
+"""Rebuilding a run's figures from its file: the job behind ``replay report`` and ``replay.summarize``.
+
+One pass over the file makes the summary in flat memory; the truth-log check, the HTML and CSV reports need every
+record and read the file again; a span (``--from``/``--to``) is summarised from the run's window records; the
+verdict is judged from the thresholds the header names, as the live run judged them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from replay.results.recorded_timeline import recorded_timeline
+from replay.results.records import RunData
+from replay.results.run_reader import read_run
+from replay.results.streaming import summarize_file
+from replay.results.truth_compare import compare, find_truth_log, load_truth
+from replay.results.verdict import judge
+from replay.results.windows import series, span, window_records
+
+
+@dataclass(slots=True)
+class Rebuilt:
+    summary: dict[str, Any]
+    data: RunData  # its requests are read only when asked for (records=True, or a truth log to compare)
+    drift: list[Any]  # per-task replayed vs recorded times (HTML)
+
+
+def rebuild_run(
+    run_file: str | Path,
+    truth: str | Path | None = None,
+    records: bool = False,
+    between: tuple[float | None, float | None] | None = None,
+) -> Rebuilt:
+    """The summary of ``run_file`` (ValueError naming the file when it cannot be read); ``between`` (seconds after
+    the start) summarises only the windows of that span."""
+    summary, data = summarize_file(run_file)
+    truth = truth or find_truth_log(run_file, data.header)
+    if truth or records:
+        full = read_run(run_file, notes=lambda _: None)  # the notes were said by the first pass
+        full.marks = data.marks
+        data = full
+    if between is not None:
+        if not window_records(data):
+            raise ValueError(f"{run_file}: the run has no window records to summarise a span from (run with --window)")
+        lo, hi = between
+        summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
+        summary["span"] = {"from_s": lo or 0.0, "to_s": hi}
+    if truth and between is None:
+        summary["truth"] = compare(data.requests, load_truth(truth))
+    if window_records(data):
+        summary["windows"] = series(data)
+    judge(summary, data.header, data.footer)
+    drift: list[Any] = []
+    if "breakdown" in summary and between is None:
+        summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)
+    return Rebuilt(summary, data, drift)
