@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import orjson
@@ -39,7 +40,7 @@ def test_window_records_rebuild_the_whole_runs_summary(windowed: Path) -> None:
     summary, data = summarize_file(windowed)
     windows = [m for m in data.marks if m["type"] == "window"]
     assert 4 <= len(windows) <= 6 and [w["index"] for w in windows] == list(range(len(windows)))
-    assert all(a["t_end"] == b["t_start"] for a, b in zip(windows, windows[1:], strict=False))
+    assert all(a["t_end"] == b["t_start"] for a, b in itertools.pairwise(windows))
     rebuilt = rebuild(data, steady_window(read_run(windowed)))
     assert rebuilt == summary  # the same histograms and sums: the same figures, exactly
 
