@@ -19,17 +19,27 @@ from replay.cli import run_options
     type=click.Path(dir_okay=False),
     help="Run file (JSON Lines). Default: replay-runs/run-<time>.jsonl",
 )
+@click.option(
+    "--resume",
+    type=click.Path(dir_okay=False),
+    help="Go on with this stopped or killed run, into the same file (give the options it was started with).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead of a table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
-def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, **opts: Any) -> None:
+def run(
+    trajectories: tuple[str, ...], out: str | None, resume: str | None, as_json: bool, quiet: bool, **opts: Any
+) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
     from replay.jobs.single_run import RunError, check_spec, execute
     from replay.results.scrub import Scrubber
     from replay.results.text_report import to_json, to_text
     from replay.workload.trajectory import TrajectoryError
 
-    spec = run_options.spec_from(opts, trajectories, out)
-    spec.progress = not quiet
+    if resume and out and out != resume:
+        raise click.BadParameter("--resume writes into the run it resumes: give --out the same file or leave it out",
+                                 param_hint="--out")  # fmt: skip
+    spec = run_options.spec_from(opts, trajectories, resume or out)
+    spec.progress, spec.resume = not quiet, bool(resume)
     try:
         check_spec(spec)  # before anything is printed: a bad --host may hold a key
     except RunError as exc:

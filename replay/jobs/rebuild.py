@@ -48,7 +48,12 @@ def rebuild_run(
         summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
         summary["span"] = {"from_s": lo or 0.0, "to_s": hi}
     if truth and between is None:
-        summary["truth"] = compare(data.requests, load_truth(truth))
+        logs = {}
+        for path in [truth, *_segment_truth_logs(run_file, data)]:
+            logs.update(load_truth(path))
+        summary["truth"] = compare(data.requests, logs)
+    if data.later_phases or any(m["type"] == "segment" for m in data.marks):
+        summary["segments"] = segments(data)
     if window_records(data):
         summary["windows"] = series(data)
     judge(summary, data.header, data.footer)
@@ -56,3 +61,29 @@ def rebuild_run(
     if "breakdown" in summary and between is None:
         summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)
     return Rebuilt(summary, data, drift)
+
+
+def _segment_truth_logs(run_file: str | Path, data: RunData) -> list[Path]:
+    """The truth logs a resumed run's later segments wrote (named in their segment records)."""
+    found = []
+    for mark in data.marks:
+        if mark["type"] == "segment" and mark.get("simulated_truth_log"):
+            path = find_truth_log(run_file, {"simulated_truth_log": mark["simulated_truth_log"]})
+            if path:
+                found.append(path)
+    return found
+
+
+def segments(data: RunData) -> list[dict[str, Any]]:
+    """A resumed run's segments: when each began (wall clock), what ended the one before, and the gap between
+    them (about: a segment's wall clock is taken when its header is written, a second or so before it starts)."""
+    out: list[dict[str, Any]] = [{"index": 0, "created": data.header.get("created"), "after": None, "gap_s": None}]
+    began, elapsed = (data.header.get("clock") or {}).get("unix"), 0.0
+    for mark in data.marks:
+        if mark["type"] != "segment":
+            continue
+        now, before = (mark.get("clock") or {}).get("unix"), mark.get("elapsed_before_s", 0.0)
+        gap = now - (began + before - elapsed) if (now is not None and began is not None) else None
+        out.append({"index": mark["index"], "created": mark.get("created"), "after": mark.get("after"), "gap_s": gap})
+        began, elapsed = now, before
+    return out

@@ -22,6 +22,8 @@ from replay.clients.flavour import RequestOptions
 from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
+from replay.jobs.rebuild import rebuild_run
+from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
 from replay.jobs.run_header import build_header
 from replay.results.records import RunWriter
 from replay.results.run_reader import read_run
@@ -66,6 +68,7 @@ class RunSpec:
     thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ... (replay.results.thresholds)
     abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
     window_s: float | None = None  # window records every this many seconds (None: 60 s for runs of 10 min or more)
+    resume: bool = False  # go on with the run in ``out`` (replay run --resume): see replay.jobs.resume
     out: str | None = None
     sim_profile: str = "default"
     sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
@@ -134,12 +137,14 @@ def _sim_profile_name(spec: RunSpec) -> str:
     return resolve_profile(spec.sim_profile, spec.sim_profile_file).name
 
 
-def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
-    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none).
-    Every run against the sim can then say how far the client's times are from the host's own."""
+def truth_log_path(spec: RunSpec, out: Path, segment: int = 0) -> Path | None:
+    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none);
+    a resumed run's later segments each write their own. Every run against the sim can then say how far the
+    client's times are from the host's own."""
     if spec.host:
         return None
-    return Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
+    path = Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
+    return path.with_suffix(f".{segment}.jsonl") if segment else path
 
 
 def check_spec(spec: RunSpec) -> None:
@@ -182,24 +187,35 @@ def ensure_open_files(concurrency: int) -> None:
         )
 
 
-def _load_config(spec: RunSpec) -> LoadConfig:
+def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
     retries = spec.retries if spec.retries is not None else (DEFAULT_RETRIES if spec.host else 0)
-    return dataclasses.replace(spec.load, retry=dataclasses.replace(spec.load.retry, retries=retries))
+    load = dataclasses.replace(spec.load, retry=dataclasses.replace(spec.load.retry, retries=retries))
+    if previous is not None and load.duration_s is not None:  # a resumed soak runs for what is left of it
+        load = dataclasses.replace(load, duration_s=max(load.duration_s - previous.elapsed_s, 1.0))
+    return load
 
 
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
     ensure_open_files(spec.load.concurrency)
-    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
-    spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()
+    try:
+        previous = read_previous(out) if spec.resume else None
+    except (ResumeError, ValueError) as exc:
+        raise RunError(str(exc)) from None
+    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    asked_duration = spec.load.duration_s
+    spec = dataclasses.replace(spec, load=_load_config(spec, previous))
+    if previous is not None:  # before anything is written: a refused resume leaves the file as it was
+        _check_resume(spec, previous, workload, asked_duration)
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
     stream = StreamSummary()
     window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
-    windows = WindowRecorder(window_s) if window_s else None
-    writer = RunWriter(out, Scrubber([key] if key else []), sink=Tee(stream, windows) if windows else stream)
-    truth_log = truth_log_path(spec, out)
+    windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
+    sink = Tee(stream, windows) if windows else stream
+    writer = RunWriter(out, Scrubber([key] if key else []), sink=sink, append=previous is not None)
+    truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
         with _host(spec, truth_log) as (base_url, sim):
@@ -210,7 +226,11 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                               spec.stall_timeout_s, spec.max_response_bytes)  # fmt: skip
             options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
                                      spec.responses_state)  # fmt: skip
-            writer.header(build_header(spec, host, workload, sim, truth_log))
+            header = build_header(spec, host, workload, sim, truth_log)
+            if previous is None:
+                writer.header(header)
+            else:
+                _resume_into(writer, previous, header, truth_log)
             try:
                 footer = event_loop.run(
                     run_load(
@@ -220,8 +240,9 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                         spec.load,
                         writer,
                         progress=spec.progress,
-                        check=_threshold_check(spec, writer),
+                        check=_threshold_check(spec, stream, writer),
                         extra=[lambda: _close_windows(windows, writer)] if windows else (),
+                        first_task=previous.tasks_started if previous else 0,
                     )
                 )
                 if windows is not None:
@@ -233,11 +254,34 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         with contextlib.suppress(Exception):
             writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
-    if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-        summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
-    judge(summary, writer.header_data, writer.footer_data)
+    if previous is None:
+        summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
+        if truth_log is not None and truth_log.exists():  # complete: the host has stopped
+            summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
+        judge(summary, writer.header_data, writer.footer_data)
+    else:  # the segments together, as the report reads them
+        summary = rebuild_run(out).summary
     return RunResult(summary, writer.header_data, out, writer.footer_data)
+
+
+def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:
+    """The resumed run's configuration against the file's (the host's own answers, such as its model, aside)."""
+    model = spec.model or previous.header.get("host", {}).get("model")
+    host = HostConfig(spec.host or previous.header.get("host", {}).get("base_url", ""), model, spec.api)
+    sim = None if spec.host else {"profile": _sim_profile_name(spec), "faults": spec.sim_faults,
+                                  "dialect": spec.sim_dialect, "fallback": spec.sim_fallback}  # fmt: skip
+    try:
+        check_same(previous.header, build_header(spec, host, workload, sim, None), duration)
+    except ResumeError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _resume_into(writer: RunWriter, previous: Previous, header: dict[str, Any], truth_log: Path | None) -> None:
+    writer.resumed(previous.header)
+    writer.mark("segment", {"index": previous.segments, "created": header["created"], "clock": header["clock"],
+                            "after": previous.stop_reason or "killed (no footer)", "elapsed_before_s":
+                            previous.elapsed_s, "tasks_before": previous.tasks_started,
+                            "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
 
 
 async def _close_windows(windows: WindowRecorder, writer: RunWriter) -> None:
@@ -247,14 +291,14 @@ async def _close_windows(windows: WindowRecorder, writer: RunWriter) -> None:
         writer.mark("window", windows.close(perf_counter()))
 
 
-def _threshold_check(spec: RunSpec, writer: RunWriter) -> Any:
+def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:
     """For --abort-on-fail: a check the closed loop calls every few seconds (None: no check)."""
     if not (spec.abort_on_fail and spec.thresholds):
         return None
     thresholds = parse_all(spec.thresholds)
 
     def check() -> str | None:
-        summary = writer.sink.summary(writer.header_data)
+        summary = stream.summary(writer.header_data)
         if not summary["window"]["steady"]:
             return None  # before the steady window opens, figures are warm-up's
         breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]

@@ -24,18 +24,25 @@ SATURATED_LAG_MS = 50.0
 
 @dataclass(slots=True)
 class Window:
-    """The steady window: [start, end) on the run's monotonic clock."""
+    """The steady window: [start, end) on the run's monotonic clock; a resumed run's is one part per segment."""
 
     start: float
     end: float
     steady: bool  # False when the run stopped before warm-up ended: the window is then the whole run
+    parts: tuple[tuple[float, float], ...] = ()  # a resumed run's window, segment by segment (start .. end overall)
 
     @property
     def seconds(self) -> float:
+        if self.parts:
+            return sum(max(0.0, b - a) for a, b in self.parts)
         return max(0.0, self.end - self.start)
 
     def __contains__(self, t: float | None) -> bool:
-        return t is not None and self.start <= t < self.end
+        if t is None:
+            return False
+        if self.parts:
+            return any(a <= t < b for a, b in self.parts)
+        return self.start <= t < self.end
 
 
 def window_from(phases: dict[str, float], first_sent: float, last_done: float) -> Window:
@@ -49,10 +56,28 @@ def window_from(phases: dict[str, float], first_sent: float, last_done: float) -
     return Window(start, end, steady=True)
 
 
+def joined(windows: list[Window]) -> Window:
+    """One window of a run's segments (each with its own window): steady if any of them is."""
+    if len(windows) == 1:
+        return windows[0]
+    steady = [w for w in windows if w.steady] or windows
+    return Window(steady[0].start, steady[-1].end, bool(steady[0].steady), tuple((w.start, w.end) for w in steady))
+
+
 def steady_window(run: RunData) -> Window:
     reqs = run.requests
     first = min((r.t_sent for r in reqs), default=0.0)
-    return window_from(run.phases, first, max((r.t_done or r.t_sent for r in reqs), default=first))
+    last = max((r.t_done or r.t_sent for r in reqs), default=first)
+    if not run.later_phases:
+        return window_from(run.phases, first, last)
+    segments = [run.phases, *run.later_phases]
+    starts = [p.get("start", first) for p in segments]
+    windows = []
+    for i, phases in enumerate(segments):
+        upto = starts[i + 1] if i + 1 < len(segments) else float("inf")
+        own = [r for r in reqs if starts[i] <= r.t_sent < upto]
+        windows.append(window_from(phases, starts[i], max((r.t_done or r.t_sent for r in own), default=starts[i])))
+    return joined(windows)
 
 
 def accumulate(requests: Iterable[RequestRecord], win: Window) -> Accumulator:

@@ -110,6 +110,8 @@ class RunData:
     footer: dict[str, Any] | None
     skipped_lines: int = 0
     marks: list[dict[str, Any]] = field(default_factory=list)  # window and segment records, in file order
+    # A resumed run: the phase marks of each segment after the first (``phases`` holds the first segment's).
+    later_phases: list[dict[str, float]] = field(default_factory=list)
 
 
 def clock_anchor() -> dict[str, float]:
@@ -124,11 +126,16 @@ class RunWriter:
     them as they come, in the order the file holds them, exactly as ``replay report`` will read the file back.
     """
 
-    def __init__(self, path: str | Path, scrub: Scrubber | None = None, sink: Any = None) -> None:
+    def __init__(self, path: str | Path, scrub: Scrubber | None = None, sink: Any = None, append: bool = False) -> None:
         self.path = Path(path)
         self._scrub = scrub if scrub else None  # secrets never written, whatever path they took
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self._file: IO[bytes] = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
+        if append and self.path.stat().st_size:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":  # a line torn by a kill stays torn, apart: the next line starts clean
+                    self._file.write(b"\n")
         self._since_sync = 0
         self.sink = sink
         self.header_data: dict[str, Any] = {}
@@ -175,6 +182,10 @@ class RunWriter:
         self._write("client", sample)
         if self.sink is not None:
             self.sink.sample(sample)
+
+    def resumed(self, header: dict[str, Any]) -> None:
+        """Go on writing a run whose file already holds ``header`` (``replay run --resume``)."""
+        self.header_data = header
 
     def mark(self, kind: str, payload: dict[str, Any]) -> None:
         """A window or segment record, written and synced at once (a soak's night must survive a power cut)."""

@@ -92,9 +92,14 @@ class _Keep:
 
     def __init__(self, data: RunData) -> None:
         self.data = data
+        self.phases = data.phases  # the current segment's
 
     def phase(self, name: str, t: float) -> None:
-        self.data.phases[name] = t
+        self.phases[name] = t
+
+    def segment(self, mark: dict[str, Any]) -> None:
+        self.phases = {}
+        self.data.later_phases.append(self.phases)
 
     def request(self, r: RequestRecord) -> None:
         self.data.requests.append(r)
@@ -175,6 +180,8 @@ def _line(data: RunData, sink: Any, line: bytes) -> str | dict[str, Any] | None:
         return None
     elif kind in ("window", "segment"):
         data.marks.append({"type": kind, **obj})  # windows and resumed segments: few, read by the reports
+        if kind == "segment" and hasattr(sink, "segment"):
+            sink.segment(obj)
         return None
     else:
         return f"unknown record type {orjson.dumps(kind)[:40].decode(errors='replace')}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.results.accumulator import Accumulator
-from replay.results.metrics import figures, window_from
+from replay.results.metrics import Window, figures, joined, window_from
 from replay.results.records import RequestRecord, RunData, TaskRecord
 
 WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
@@ -24,7 +24,9 @@ class StreamSummary:
     """Feed phases, requests, tasks and client samples in file order; ``summary`` at any point."""
 
     def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
+        self.phases: dict[str, float] = {}  # the current segment's marks (a resumed run has several segments)
+        self.done: list[Window] = []  # the windows of the segments before the current one
+        self.first_phases: dict[str, float] | None = None
         self.acc = Accumulator()  # every request's counts and tokens; per-call figures of steady-window calls
         self.early = Accumulator()  # per-call figures of calls sent before the window opened (if it never does)
         self.tasks: list[TaskRecord] = []
@@ -34,6 +36,17 @@ class StreamSummary:
 
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t
+
+    def segment(self, mark: dict[str, Any]) -> None:
+        """A resumed run's next segment begins: the segment so far is closed with the window it had."""
+        self.done.append(self._window())
+        self.first_phases = self.first_phases if self.first_phases is not None else self.phases
+        self.phases = {}
+        self.first_sent = self.last_done = None
+
+    def _window(self) -> Window:
+        first = self.first_sent if self.first_sent is not None else self.phases.get("start", 0.0)
+        return window_from(self.phases, first, self.last_done if self.last_done is not None else first)
 
     def token_key(self, t: float) -> str:
         steady, stop = self.phases.get("steady_start"), self.phases.get("stop")
@@ -58,8 +71,7 @@ class StreamSummary:
         self.client.append(s)
 
     def summary(self, header: dict[str, Any], footer: dict[str, Any] | None = None) -> dict[str, Any]:
-        first = self.first_sent if self.first_sent is not None else 0.0
-        win = window_from(self.phases, first, self.last_done if self.last_done is not None else first)
+        win = joined([*self.done, self._window()])
         acc = self.acc
         if not win.steady:  # the window never opened: it is the whole run, warm-up calls included
             acc = Accumulator()
@@ -73,8 +85,8 @@ class StreamSummary:
                 for i, v in enumerate(acc.tokens[key]):
                     steady_tokens.tokens[True][i] += v
         merged = _with_tokens(acc, steady_tokens.tokens.get(True, [0.0, 0.0, 0.0]))
-        run = RunData(header=header, requests=[], tasks=self.tasks, phases=self.phases, client=self.client,
-                      footer=footer)  # fmt: skip
+        phases = self.first_phases if self.first_phases is not None else self.phases
+        run = RunData(header=header, requests=[], tasks=self.tasks, phases=phases, client=self.client, footer=footer)
         return figures(merged, win, run)
 
 
@@ -93,5 +105,6 @@ def summarize_file(path: Any, notes: Any = None) -> tuple[dict[str, Any], RunDat
 
     stream = StreamSummary()
     data = read_run(path, notes, sink=stream)
-    data.phases, data.tasks, data.client = stream.phases, stream.tasks, stream.client
+    data.phases = stream.first_phases if stream.first_phases is not None else stream.phases
+    data.tasks, data.client = stream.tasks, stream.client
     return stream.summary(data.header, data.footer), data

@@ -88,6 +88,12 @@ def _overview(s: dict[str, Any]) -> list[str]:
         f" {plural(w['requests'], 'call')} sent in it)"
         + ("" if w["steady"] else "  [no steady state reached: figures cover the whole run]"),
     ]
+    if s.get("segments"):
+        gaps = [f"{g['gap_s']:,.0f} s" for g in s["segments"][1:] if g.get("gap_s") is not None]
+        line.append(
+            f"resumed run: {plural(len(s['segments']), 'segment')}, read as one"
+            + (f" (gaps: {', '.join(gaps)}; the window counts only the time the segments ran)" if gaps else "")
+        )
     if s.get("span"):
         line[1] = (
             f"span {s['window_s']:.1f} s (the windows from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start,"

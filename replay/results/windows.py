@@ -23,10 +23,10 @@ WARMUP, STEADY, AFTER = "warmup", "steady", "after"
 class WindowRecorder:
     """Per-window accumulators of a running run; ``close(t)`` returns the record of the window ending at ``t``."""
 
-    def __init__(self, length_s: float) -> None:
+    def __init__(self, length_s: float, first_index: int = 0) -> None:
         self.length = length_s
         self.t0 = self.start = 0.0  # set by the run's "start" mark
-        self.index = 0
+        self.first = self.index = first_index  # a resumed run's windows go on numbering from its last one
         self.phases: dict[str, float] = {}
         self._new()
 
@@ -35,7 +35,7 @@ class WindowRecorder:
         self.host_metrics: dict[str, float] = {}
 
     def window_of(self, t: float) -> int:
-        return max(0, int((t - self.t0) // self.length))
+        return self.first + max(0, int((t - self.t0) // self.length))
 
     def token_key(self, t: float) -> tuple[int, str]:
         steady, stop = self.phases.get("steady_start"), self.phases.get("stop")
@@ -65,7 +65,7 @@ class WindowRecorder:
     # --- closing -----------------------------------------------------------------------------------------------
     def due(self) -> float:
         """When the open window ends."""
-        return self.t0 + (self.index + 1) * self.length
+        return self.t0 + (self.index - self.first + 1) * self.length
 
     def close(self, t: float) -> dict[str, Any]:
         """The record of the open window, which ends at ``t``; the next one opens."""

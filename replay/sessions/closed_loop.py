@@ -112,20 +112,25 @@ async def run_load(
     progress: bool = True,
     check: Callable[[], str | None] | None = None,
     extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
+    first_task: int = 0,
 ) -> dict[str, Any]:
     """Run the closed loop to its stop; every record goes to ``writer`` as it happens. Returns the footer.
 
     ``check`` is called every few seconds; a reason it returns stops the run (thresholds with --abort-on-fail).
     ``extra`` are coroutines run beside the sessions for the run's length (closing windows, serving metrics).
+    ``first_task``: a resumed run goes on from this task of the seeded order (the tasks before it were started).
     """
     task_limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.tasks))
-    slots = load.concurrency if task_limit is None else min(load.concurrency, task_limit)
+    left = None if task_limit is None else max(task_limit - first_task, 0)
+    slots = load.concurrency if left is None else max(min(load.concurrency, left), 1)
     order = task_order(workload.tasks, load.seed)
+    for _ in range(first_task):  # the tasks a resumed run's earlier segments took
+        next(order)
     stop = asyncio.Event()
     asked = _Stop(load.drain_timeout_s)
     live = LiveState(tasks_total=task_limit, duration_s=load.duration_s)
     first_call_done: set[int] = set()
-    started = 0
+    started = first_task
     window_open = True
 
     def mark(name: str, t: float | None = None) -> None:
