@@ -170,6 +170,31 @@ FAILURES = [
     click.option("--abort-on-fail", is_flag=True, help="Stop the run as soon as a threshold is breached."),
 ]
 
+SOAK = [
+    click.option(
+        "--prometheus",
+        metavar="HOST:PORT",
+        help="Serve the live figures at http://HOST:PORT/metrics for a dashboard (e.g. 127.0.0.1:9464).",
+    ),
+    click.option(
+        "--scrape-metrics",
+        metavar="URL",
+        help="Sample the host's Prometheus endpoint every window and keep what changed (prefix-cache hits and "
+        "queries, KV usage, queue, preemptions); 'auto': the /metrics beside --host's API.",
+    ),
+    click.option(
+        "--baseline",
+        type=click.Path(exists=True, dir_okay=False),
+        help="An earlier run to compare with: a figure worse by more than --baseline-tolerance fails the run (code 2).",
+    ),
+    click.option(
+        "--baseline-tolerance",
+        default="10%",
+        show_default=True,
+        help="How much worse than the baseline a figure may be (beyond the windows' own noise).",
+    ),
+]
+
 SIM = [
     click.option(
         "--sim-profile",
@@ -229,6 +254,17 @@ def _json_object(text: str | None, option: str) -> dict[str, Any]:
     return body
 
 
+def _fraction(text: str, option: str) -> float:
+    """'10%' or '0.1' → 0.1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected a share such as 10% or 0.1", param_hint=option) from None
+    if not 0 <= value < 10:
+        raise click.BadParameter(f"{text!r}: expected a share such as 10% or 0.1", param_hint=option)
+    return value
+
+
 def _seconds(opts: dict[str, Any], name: str) -> float | None:
     try:
         return parse_duration(opts.get(name))
@@ -277,6 +313,10 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         retries=opts["retries"],
         thresholds=list(opts["thresholds"]),
         window_s=_seconds(opts, "window"),
+        prometheus=opts.get("prometheus"),
+        scrape_metrics=opts.get("scrape_metrics"),
+        baseline=opts.get("baseline"),
+        baseline_tolerance=_fraction(opts.get("baseline_tolerance") or "10%", "--baseline-tolerance"),
         abort_on_fail=opts["abort_on_fail"],
         force_output_length=opts["force_output_length"],
         extra_body=_json_object(opts["extra_body"], "--extra-body"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.results import baseline
 from replay.results.recorded_timeline import recorded_timeline
 from replay.results.records import RunData
 from replay.results.run_reader import read_run
@@ -57,6 +58,10 @@ def rebuild_run(
     if window_records(data):
         summary["windows"] = series(data)
     judge(summary, data.header, data.footer)
+    gate = data.header.get("baseline") or {}
+    if gate.get("file") and between is None and Path(gate["file"]).is_file() and Path(gate["file"]) != Path(run_file):
+        before = rebuild_run(gate["file"]).summary
+        baseline.apply(summary, baseline.compare(summary, before, gate.get("tolerance", 0.1)), gate["file"])
     drift: list[Any] = []
     if "breakdown" in summary and between is None:
         summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)

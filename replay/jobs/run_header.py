@@ -52,6 +52,8 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         "thresholds": list(spec.thresholds),
         "abort_on_fail": spec.abort_on_fail,
         "window_s": spec.window_s,
+        "scrape_metrics": spec.scrape_metrics,
+        "baseline": {"file": spec.baseline, "tolerance": spec.baseline_tolerance} if spec.baseline else None,
         "workload": {
             "paths": workload.paths,
             "digest": workload.digest,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,9 +23,11 @@ from replay.clients.flavour import RequestOptions
 from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
+from replay.jobs.host_metrics import HostMetrics, endpoint
 from replay.jobs.rebuild import rebuild_run
 from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
 from replay.jobs.run_header import build_header
+from replay.results.prometheus_export import PrometheusSink, serve_metrics
 from replay.results.records import RunWriter
 from replay.results.run_reader import read_run
 from replay.results.scrub import Scrubber
@@ -69,6 +72,10 @@ class RunSpec:
     abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
     window_s: float | None = None  # window records every this many seconds (None: 60 s for runs of 10 min or more)
     resume: bool = False  # go on with the run in ``out`` (replay run --resume): see replay.jobs.resume
+    prometheus: str | None = None  # HOST:PORT to serve the live figures at /metrics
+    scrape_metrics: str | None = None  # the host's Prometheus endpoint, sampled every window
+    baseline: str | None = None  # an earlier run file: figures worse than it by more than the tolerance fail the run
+    baseline_tolerance: float = 0.10
     out: str | None = None
     sim_profile: str = "default"
     sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
@@ -162,6 +169,10 @@ def check_spec(spec: RunSpec) -> None:
         make_flavour(spec.api, RequestOptions("m"))
     except ValueError as exc:
         raise RunError(f"--api: {exc}") from None
+    if spec.baseline and not Path(spec.baseline).is_file():
+        raise RunError(f"--baseline: {spec.baseline}: no such run file")
+    if spec.prometheus and not re.fullmatch(r"[\w.\-]*:\d{1,5}", spec.prometheus):
+        raise RunError(f"--prometheus: expected HOST:PORT, such as 127.0.0.1:9464; got {spec.prometheus!r}")
     if not spec.host:
         from replay.jobs.sim_options import check_sim_options
 
@@ -212,8 +223,11 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
     stream = StreamSummary()
     window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
+    if (spec.scrape_metrics or spec.baseline) and not window_s:  # the host's metrics and the noise: by window
+        window_s = DEFAULT_WINDOW_S  # the host's metrics are kept window by window
     windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
-    sink = Tee(stream, windows) if windows else stream
+    exporter = PrometheusSink(spec.host or f"simulated:{spec.sim_profile}") if spec.prometheus else None
+    sink = Tee(*(s for s in (stream, windows, exporter) if s is not None))
     writer = RunWriter(out, Scrubber([key] if key else []), sink=sink, append=previous is not None)
     truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
@@ -241,7 +255,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                         writer,
                         progress=spec.progress,
                         check=_threshold_check(spec, stream, writer),
-                        extra=[lambda: _close_windows(windows, writer)] if windows else (),
+                        extra=_side_jobs(spec, windows, writer, exporter, base_url),
                         first_task=previous.tasks_started if previous else 0,
                     )
                 )
@@ -254,13 +268,16 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         with contextlib.suppress(Exception):
             writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    if previous is None:
+    if previous is None and windows is None:
         summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
         if truth_log is not None and truth_log.exists():  # complete: the host has stopped
             summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
         judge(summary, writer.header_data, writer.footer_data)
-    else:  # the segments together, as the report reads them
-        summary = rebuild_run(out).summary
+    else:  # segments and windows: as the report reads them (its baseline gate included)
+        try:
+            summary = rebuild_run(out).summary
+        except ValueError as exc:  # a baseline that cannot be read
+            raise RunError(f"--baseline: {exc}") from None
     return RunResult(summary, writer.header_data, out, writer.footer_data)
 
 
@@ -284,10 +301,29 @@ def _resume_into(writer: RunWriter, previous: Previous, header: dict[str, Any], 
                             "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
 
 
-async def _close_windows(windows: WindowRecorder, writer: RunWriter) -> None:
-    """Append each window's record as it closes (written and synced: a killed soak keeps every closed window)."""
+def _side_jobs(
+    spec: RunSpec, windows: WindowRecorder | None, writer: RunWriter, exporter: PrometheusSink | None, base_url: str
+) -> list[Any]:
+    jobs: list[Any] = []
+    if windows is not None:
+        scrape = endpoint(spec.scrape_metrics, base_url) if spec.scrape_metrics else None
+        jobs.append(lambda: _close_windows(windows, writer, scrape))
+    if exporter is not None and spec.prometheus:
+        address = spec.prometheus
+        jobs.append(lambda: serve_metrics(exporter, address))
+    return jobs
+
+
+async def _close_windows(windows: WindowRecorder, writer: RunWriter, scrape: str | None) -> None:
+    """Append each window's record as it closes (written and synced: a killed soak keeps every closed window),
+    with the host's own metrics of the window when asked to scrape them."""
+    sampler = HostMetrics(scrape) if scrape else None
+    if sampler is not None:
+        await sampler.sample()  # the baseline the first window's deltas count from
     while True:
         await asyncio.sleep(max(windows.due() - perf_counter(), 0.0))
+        if sampler is not None:
+            windows.host_metrics = await sampler.sample()
         writer.mark("window", windows.close(perf_counter()))
 
 

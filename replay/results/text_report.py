@@ -226,6 +226,16 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     if not verdict:
         return []
     lines = [""]
+    base = s.get("baseline")
+    if base:
+        worse = ", ".join(base["regressed"]) or "none"
+        lines.append(f"Against the baseline {base['file']} (tolerance {100 * base['tolerance']:.0f}% + noise):"
+                     f" regressed: {worse}")  # fmt: skip
+        for row in base["figures"]:
+            if row.get("change") is not None:
+                mark = "REGRESSED" if row["regressed"] else "ok"
+                lines.append(f"  {row['figure']:<28} {row['baseline']:>12.6g} -> {row['current']:<12.6g}"
+                             f" {100 * row['change']:+6.1f}%  {mark}")  # fmt: skip
     for t in s.get("thresholds") or ():
         value = "-" if t.get("value") is None else f"{t['value']:.6g}"
         lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")

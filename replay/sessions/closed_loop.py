@@ -20,7 +20,7 @@ from replay.clients.client import HostClient
 from replay.clients.transport import Transport
 from replay.results.records import RequestRecord, RunWriter, TaskRecord
 from replay.sessions.client_monitor import ClientMonitor
-from replay.sessions.live import LiveState, ProgressLine
+from replay.sessions.live import LiveState, RichView, progress_view
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
 from replay.sessions.session import SessionContext, replay_task
@@ -173,6 +173,7 @@ async def run_load(
             rng=random.Random(load.seed),
             on_pause=live.pausing,
             on_turn=live.turn,
+            on_call=live.calling,
         )
 
         async def worker(slot: int) -> None:
@@ -197,7 +198,7 @@ async def run_load(
             asyncio.get_running_loop().call_later(load.warmup_s, lambda: window_open and mark("steady_start"))
         side = [asyncio.create_task(ClientMonitor(writer.client).run())]
         if progress:
-            side.append(asyncio.create_task(_print_progress(ProgressLine(live), stop)))
+            side.append(asyncio.create_task(_print_progress(live, stop)))
         if check is not None:
             side.append(asyncio.create_task(_checks(check, asked)))
         side += [asyncio.create_task(job()) for job in extra]
@@ -262,11 +263,18 @@ async def _drain(workers: list[asyncio.Task[None]], asked: _Stop) -> None:
         asked.reason = f"{asked.reason}+drain_timeout({len(pending)} sessions cancelled)"
 
 
-async def _print_progress(line: ProgressLine, stop: asyncio.Event) -> None:
-    await asyncio.sleep(FIRST_PROGRESS_S)
-    while True:
-        line.print(stop.is_set())
-        await asyncio.sleep(PROGRESS_S)
+async def _print_progress(state: LiveState, stop: asyncio.Event) -> None:
+    view = progress_view(state)
+    every = 1.0 if isinstance(view, RichView) else PROGRESS_S
+    try:
+        await asyncio.sleep(min(FIRST_PROGRESS_S, every))
+        while True:
+            view.print(stop.is_set())
+            await asyncio.sleep(every)
+    finally:
+        if isinstance(view, RichView):
+            view.print(stop.is_set())
+            view.stop()
 
 
 async def _checks(check: Callable[[], str | None], asked: _Stop) -> None:

@@ -53,6 +53,7 @@ class SessionContext:
     rng: random.Random = field(default_factory=random.Random)  # backoff jitter
     on_pause: Callable[[int, float | None], None] = lambda slot, until: None  # a session's tool pause begins/ends
     on_turn: Callable[[int, int, float], None] = lambda slot, turns_left, tool_left: None  # for the time left
+    on_call: Callable[[int], None] = lambda delta: None  # a call began (+1) or ended (-1): calls in flight
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -170,11 +171,13 @@ class _Agent:
             )  # fmt: skip
             answer = None
             retry = False
+            ctx.on_call(1)
             try:
                 answer = await ctx.client.call(body, rec, self.conversation, context.messages, collect=live)
                 retry = rec.error is not None and attempt <= ctx.retry.retries and ctx.retry.should_retry(rec)
                 rec.final = not retry
             finally:
+                ctx.on_call(-1)
                 self.tally.add_attempt(rec)
                 ctx.on_request(rec)
             if not retry:
