@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
 from replay.clients.flavour import Conversation, Flavour, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
@@ -174,7 +175,7 @@ def only_plain_fields(buf: bytes, kind: int = ANSWER) -> bool:
     (``kind`` REASONING: reasoning allowed, as in an event the scan already knows to be one)."""
     if kind == ANSWER and b"reasoning" in buf:
         return False
-    for key in (b'"error"', b'"timings"', b'"x_groq"'):
+    for key in (b'"error"', b'"timings"', b'"x_groq"', b'"time_info"', b'"perf_metrics"', b'"provider_metadata"'):
         if key in buf:
             return False
     # Null is fine: OpenAI sends "refusal":null and "finish_reason":null, vLLM "usage":null, on token chunks.
@@ -201,8 +202,7 @@ def note_common(st: StreamState, obj: dict[str, Any]) -> None:
     """The usage, server timings and self-description an OpenAI-style chunk may carry."""
     if obj.get("usage") is not None:
         st.usage_parts.append(obj["usage"])
-    if obj.get("timings") is not None:
-        st.timings = usage_mod.host_value(obj["timings"])
+    provider_fields.note_chunk(st, obj)
     if st.response_id is None and isinstance(obj.get("id"), str):
         st.response_id = obj["id"][:200]
     for key in _SERVED:
@@ -216,6 +216,7 @@ def openai_usage(st: StreamState) -> usage_mod.Usage:
     if not st.usage_parts:
         return usage_mod.Usage()
     last = st.usage_parts[-1]
+    provider_fields.note_usage(st, last)
     try:
         if not isinstance(last, dict):
             raise usage_mod.UsageError("usage is not an object")

@@ -17,9 +17,10 @@ import aiohttp
 from replay import event_loop
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavour import RequestOptions
-from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
+from replay.clients.host import CONNECTIONS, DEFAULT_MAX_RESPONSE_BYTES, HostConfig
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
+from replay.jobs.hosts import HostError, ResolvedHost, rate_card_option, resolve
 from replay.jobs.run_header import build_header
 from replay.results.metrics import summarize
 from replay.results.records import RunWriter
@@ -67,6 +68,18 @@ class RunSpec:
     sim_fault_seed: int = 0
     sim_dialect: str | None = None
     sim_fallback: str | None = None
+    # Hosts (replay.jobs.hosts): --dialect, --hosts, --header, --connection, the speed options, --rate-card.
+    dialect: str | None = None  # a preset's fields and options applied to any URL (or the sim)
+    hosts_file: str | None = None  # default: ./replay.toml when present
+    headers: dict[str, str] = field(default_factory=dict)
+    connection: str = "session"  # session | per-request
+    service_tier: str | None = None
+    speed: str | None = None
+    route_sort: str | None = None
+    route_order: list[str] = field(default_factory=list)
+    route_only: list[str] = field(default_factory=list)
+    fallbacks: bool | None = None  # False: --no-fallbacks
+    rate_card: str | None = None  # a shipped card's name or input=..,output=.. (over the hosts file's)
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
@@ -135,13 +148,25 @@ def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
     return Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
 
 
+def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
+    """``spec`` with its host resolved (a preset or hosts-file name becomes its URL, model, flavour, key variable,
+    body and headers) and the resolved host itself; RunError naming the file and field, or the option."""
+    try:
+        r = resolve(spec)
+        if spec.rate_card:
+            r = dataclasses.replace(r, price=rate_card_option(spec.rate_card))
+    except HostError as exc:
+        raise RunError(str(exc)) from None
+    if spec.connection not in CONNECTIONS:
+        raise RunError(f"--connection: expected one of {', '.join(CONNECTIONS)}, not {spec.connection!r}")
+    spec = dataclasses.replace(spec, host=r.base_url, model=r.model, api=r.api, api_key_env=r.key_env,
+                               extra_body=r.body, headers=r.headers)  # fmt: skip
+    return spec, r
+
+
 def check_spec(spec: RunSpec) -> None:
     """Everything about ``spec`` that can be wrong before a byte is sent: RunError naming the option."""
-    if spec.host:
-        try:
-            check_url(spec.host)
-        except ValueError as exc:
-            raise RunError(f"--host: {exc}") from None
+    spec, _ = resolve_host(spec)
     try:
         parse_all(spec.thresholds, check_figures=True)
     except ThresholdError as exc:
@@ -183,6 +208,7 @@ def _load_config(spec: RunSpec) -> LoadConfig:
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
+    spec, resolved = resolve_host(spec)
     ensure_open_files(spec.load.concurrency)
     workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
     spec = dataclasses.replace(spec, load=_load_config(spec))
@@ -197,10 +223,13 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
             host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
-                              spec.stall_timeout_s, spec.max_response_bytes)  # fmt: skip
+                              spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
+                              spec.connection)  # fmt: skip
             options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
                                      spec.responses_state)  # fmt: skip
-            writer.header(build_header(spec, host, workload, sim, truth_log))
+            header = build_header(spec, host, workload, sim, truth_log)
+            header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
+            writer.header(header)
             try:
                 footer = event_loop.run(
                     run_load(

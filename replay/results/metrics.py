@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from replay.results import host_signals, routes
 from replay.results.breakdowns import breakdown
+from replay.results.cost import run_cost
 from replay.results.records import RequestRecord, RunData
+from replay.results.server_figures import server_figures
 from replay.results.task_figures import task_figures
 
 US = 1_000_000  # seconds → microseconds for latency histograms
@@ -160,6 +163,16 @@ def summarize(run: RunData) -> dict[str, Any]:
         "totals": _totals(reqs),
         "client": _client(run.client, win, measured),
         "breakdown": breakdown(measured),
+        # What the host says about itself (docs/providers.md): its own timings (absent when it sends none), routes,
+        # speed modes, cost from the header's rate card, rate-limit state, connections and the provider's limits.
+        **({"server": server} if (server := server_figures(measured)) else {}),
+        "routes": routes.route_shares(reqs),
+        "service_tiers": routes.tier_shares(reqs),
+        "speed_modes": routes.speed_modes(measured),
+        "cost": run_cost((run.header.get("host") or {}).get("price"), reqs, run.tasks),
+        "rate_limits": host_signals.rate_limits(reqs),
+        "connections": host_signals.connections(measured),
+        "provider_limits": host_signals.provider_limits(errors_by_class) | host_signals.tier_checks(run.header, reqs),
     }
 
 

@@ -66,6 +66,7 @@ class RequestRecord:
     throttle_s: float = 0.0  # --max-rpm wait before this attempt (throttled time)
     final: bool = True  # no further attempt followed: for a failed call, the turn failed
     headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
+    connect_s: float | None = None  # time to open a new connection for this call (None: a kept-alive one was reused)
 
     @property
     def ok(self) -> bool:
