@@ -70,7 +70,7 @@ REQUEST = [
     click.option(
         "--extra-body",
         help="JSON object merged into every request body; {session} and {task} in a value are filled per call "
-        "(e.g. '{\"prompt_cache_key\": \"replay-{task}\"}').",
+        '(e.g. \'{"prompt_cache_key": "replay-{task}"}\').',
     ),
     click.option(
         "--header",

@@ -14,6 +14,10 @@ def _tps(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
+def _signed(v: float | None) -> str:
+    return "-" if v is None else f"{v:+,.0f}"
+
+
 def _usd(v: float | None) -> str:
     return "-" if v is None else (f"${v:,.4f}" if v < 1 else f"${v:,.2f}")
 
@@ -36,8 +40,8 @@ def _server(sv: dict[str, Any] | None) -> list[str]:
     return [
         f"  server TTFT p50 {_ms(t['p50'])}, p95 {_ms(t['p95'])} (queue p50 {_ms(sv['queue_s']['p50'])}) · server"
         f" decode p50 {_tps(d['p50'])} tok/s  (n={sv['requests']})",
-        f"  client − server: TTFT p50 {_ms(gap['p50'])}, p95 {_ms(gap['p95'])} · decode p50 {_tps(gap_tps['p50'])}"
-        " tok/s  (network, queues outside the engine, the client)",
+        f"  client − server: TTFT p50 {_ms(gap['p50'])}, p95 {_ms(gap['p95'])} · decode p50"
+        f" {_signed(gap_tps['p50'])} tok/s (network, queues outside the engine, client)",
     ]
 
 
@@ -51,10 +55,10 @@ def _routes(s: dict[str, Any]) -> list[str]:
     if len(modes) == 2:
         cells = " · ".join(
             f"{100 * m['share']:.1f}% at {_tps(m['user_decode_tps_p50'])} tok/s"
-            + (f" ({m['route']} {100 * m['route_share']:.0f}%)" if m.get("route") else "")
+            + (f" ({m['route']})" if m.get("route") else "")
             for m in modes
         )
-        out.append(f"  per-user speed has two modes (a fast tier and its fallback?): {cells}")
+        out.append(f"  two speed modes (per-user decode): {cells}")
     return out
 
 
