@@ -82,7 +82,7 @@ def test_run_cost_per_task_and_per_million() -> None:
     cost = run_cost(card, reqs, tasks)
     assert cost["total_usd"] == pytest.approx(3.0) and cost["per_task_usd"] == pytest.approx(1.5)
     assert cost["per_mtok_usd"] == pytest.approx(1.5) and cost["unpriced"] == 1
-    assert run_cost(None, reqs, tasks) is None
+    assert run_cost(None, reqs, tasks)["total_usd"] is None
 
 
 @pytest.mark.parametrize(

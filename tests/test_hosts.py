@@ -158,3 +158,26 @@ def test_a_hosts_file_preset_against_the_sim_sends_its_key_and_records_no_key(tm
     assert h["api_key_env"] == "GROQ_API_KEY" and h["api_key_set"] is True and h["model"] == "openai/gpt-oss-120b"
     assert all(r.ok and r.server_timings for r in run.requests)
     assert key not in result.path.read_text()
+
+
+def test_chat_only_fields_stay_off_other_flavours(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    chat = resolve(RunSpec(host="openai:gpt-x"))
+    assert chat.body["stream_options"] == {"include_usage": True, "include_obfuscation": False}
+    assert "stream_options" not in resolve(RunSpec(host="openai:gpt-x", api="responses")).body
+
+
+def test_a_key_in_a_secret_named_header_is_scrubbed_from_the_run_file(tmp_path: Path) -> None:
+    work = tmp_path / "w.jsonl"
+    write_trajectory(work, "w", simple_turns(1, output_tokens=4))
+    spec = RunSpec(
+        trajectories=[str(work)],
+        headers={"Authorization": "Bearer hdr-secret-0123456789"},
+        sim_profile="fast",
+        load=LoadConfig(concurrency=1, tool_time=ToolTimePolicy.parse("none")),
+        out=str(tmp_path / "run.jsonl"),
+        progress=False,
+    )
+    result = execute(spec)
+    text = result.path.read_text()
+    assert "hdr-secret-0123456789" not in text and result.header["host"]["headers"] == {"Authorization": "***"}

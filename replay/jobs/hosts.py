@@ -204,7 +204,7 @@ def _build(spec: Any, url: str | None, preset: Preset | None, t: dict[str, Any],
     key_env = spec.api_key_env
     if key_env == DEFAULT_KEY_ENV and url is not None:  # the simulated host takes no key
         key_env = t.get("key_env") or (preset.key_env if preset and preset.key_env else DEFAULT_KEY_ENV)
-    body = {**(preset.body if preset else {}), **speed_body, **t.get("body", {}), **spec.extra_body}
+    body = {**(preset.body_for(api) if preset else {}), **speed_body, **t.get("body", {}), **spec.extra_body}
     headers = {**(preset.headers if preset else {}), **speed_headers, **t.get("headers", {}), **spec.headers}
     return ResolvedHost(url, spec.model or model, api, key_env, headers, body, preset.name if preset else None)
 

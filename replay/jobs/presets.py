@@ -24,6 +24,7 @@ class Preset:
     key_env: str | None = None  # None: no key needed (a local engine)
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=dict)  # sent with every call
+    chat_body: dict[str, Any] = field(default_factory=dict)  # sent with chat and completions calls only
     tiers: tuple[str, ...] = ()  # service_tier values the provider takes (empty: it takes none)
     routing: str | None = None  # "openrouter" | "vercel": it routes between providers
     speed: bool = False  # it takes ``speed: "fast"``
@@ -33,11 +34,15 @@ class Preset:
     def local(self) -> bool:
         return self.key_env is None
 
+    def body_for(self, api: str) -> dict[str, Any]:
+        """The fields this preset sends with every call of flavour ``api``."""
+        return {**self.body, **(self.chat_body if api in ("chat", "completions") else {})}
+
 
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
-        Preset("openai", "https://api.openai.com/v1", key_env="OPENAI_API_KEY", body=OPENAI_STREAM,
+        Preset("openai", "https://api.openai.com/v1", key_env="OPENAI_API_KEY", chat_body=OPENAI_STREAM,
                tiers=("auto", "default", "flex", "scale", "priority", "fast", "ultrafast"), source="§1"),
         Preset("anthropic", "https://api.anthropic.com/v1", api="anthropic", key_env="ANTHROPIC_API_KEY",
                tiers=("auto", "standard_only"), speed=True, source="§2"),

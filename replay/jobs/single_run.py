@@ -24,7 +24,7 @@ from replay.jobs.hosts import HostError, ResolvedHost, rate_card_option, resolve
 from replay.jobs.run_header import build_header
 from replay.results.metrics import summarize
 from replay.results.records import RunWriter
-from replay.results.scrub import Scrubber
+from replay.results.scrub import SECRET_NAMES, Scrubber
 from replay.results.thresholds import ThresholdError, parse_all
 from replay.results.truth_compare import compare, load_truth
 from replay.results.verdict import judge
@@ -214,7 +214,11 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
-    writer = RunWriter(out, Scrubber([key] if key else []))
+    secrets = [key] if key else []
+    for name, value in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
+        if name.lower() in SECRET_NAMES and value.strip():
+            secrets += [value, value.split()[-1]]
+    writer = RunWriter(out, Scrubber(secrets))
     truth_log = truth_log_path(spec, out)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:

@@ -87,11 +87,9 @@ def request_cost(card: dict[str, Any], rec: RequestRecord) -> float | None:
     return usd / 1e6 * float(card.get("markup") or 1.0)
 
 
-def run_cost(card: dict[str, Any] | None, reqs: list[RequestRecord], tasks: list[TaskRecord]) -> dict[str, Any] | None:
-    """The run's cost figures (None without a card and without host-reported cost)."""
+def run_cost(card: dict[str, Any] | None, reqs: list[RequestRecord], tasks: list[TaskRecord]) -> dict[str, Any]:
+    """The run's cost figures (every figure null without a card; a host-reported cost is summed regardless)."""
     reported = [r.served["cost"] for r in reqs if r.served and isinstance(r.served.get("cost"), int | float)]
-    if card is None and not reported:
-        return None
     out: dict[str, Any] = {
         "card": card.get("name") if card else None,
         "host_reported_usd": sum(reported) if reported else None,

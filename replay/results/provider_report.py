@@ -63,7 +63,7 @@ def _routes(s: dict[str, Any]) -> list[str]:
 
 
 def _cost(c: dict[str, Any] | None) -> list[str]:
-    if not c:
+    if not c or (c.get("card") is None and c.get("total_usd") is None and c.get("host_reported_usd") is None):
         return []
     line = f"  cost: {_usd(c['total_usd'])} ({c['card'] or 'rate card'})"
     if c.get("total_usd") is not None:
