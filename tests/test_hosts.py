@@ -86,6 +86,8 @@ output = 0.4
     assert r.public()["price"]["output"] == 1.20 and "fw-test" not in orjson.dumps(r.public()).decode()
     facts = host_facts(RunSpec(host="box", hosts_file=str(path)))
     assert facts == {"gpus": None, "power_kw": None, "price": {"input": 0.1, "output": 0.4}}
+    sim = host_facts(RunSpec(sim_profile="default", rate_card="groq/gpt-oss-20b"))
+    assert sim["gpus"] == 2 and sim["price"]["output"] == 0.30
     monkeypatch.chdir(tmp_path)
     (tmp_path / "replay.toml").write_text(path.read_text())  # the default hosts file
     assert resolve(RunSpec(host="box")).dialect == "sglang"

@@ -42,13 +42,15 @@ HOST = [
         type=click.Choice(API_FLAVOURS),
         default="chat",
         show_default=True,
-        help="API flavour: OpenAI chat completions, OpenAI completions, OpenAI Responses, or Anthropic Messages.",
+        help="API flavour: OpenAI chat completions, OpenAI completions, OpenAI Responses, or Anthropic Messages "
+        "(a preset's own flavour unless another is named).",
     ),
     click.option(
         "--api-key-env",
         default="OPENAI_API_KEY",
         show_default=True,
-        help="Environment variable holding the API key (the key itself is never written anywhere).",
+        help="Environment variable holding the API key (the key itself is never written anywhere; a preset's own "
+        "variable unless another is named).",
     ),
     click.option("--request-timeout", default="600", show_default=True, help="Longest a single call may take."),
     click.option("--stall-timeout", default="120", show_default=True, help="Longest silence allowed within a stream."),

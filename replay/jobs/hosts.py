@@ -222,12 +222,21 @@ def _with(r: ResolvedHost, **changes: Any) -> ResolvedHost:
 
 def host_facts(spec: Any) -> dict[str, Any]:
     """The hosts file's facts of a spec's host for capacity and cost figures: ``gpus``, ``power_kw`` and ``price``
-    (the rate card dict, or None). A ``--rate-card`` on the command line wins over the file's."""
+    (the rate card dict, or None). A ``--rate-card`` on the command line wins over the file's. Against the
+    simulated host, ``gpus`` is its profile's."""
     r = resolve(spec)
     price = r.price
     if getattr(spec, "rate_card", None):
         price = rate_card_option(spec.rate_card)
-    return {"gpus": r.gpus, "power_kw": r.power_kw, "price": price}
+    gpus = r.gpus
+    if r.base_url is None and gpus is None and not getattr(spec, "sim_profile_file", None):
+        from replay.sim.profiles import get_profile
+
+        try:
+            gpus = get_profile(spec.sim_profile).gpus
+        except ValueError:
+            gpus = None  # an unknown profile is check_spec's to name
+    return {"gpus": gpus, "power_kw": r.power_kw, "price": price}
 
 
 def rate_card_option(text: str) -> dict[str, Any]:

@@ -102,12 +102,12 @@ def default_out_path() -> Path:
     return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
 
 
-async def detect_model(base_url: str, timeout_s: float = 10.0) -> str | None:
-    """The first model a host lists at /models, for when --model is not given."""
+async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> str | None:
+    """The first model a host lists at /models, for when --model is not given (``headers``: its auth)."""
     with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
-            http.get(base_url.rstrip("/") + "/models") as resp,
+            http.get(base_url.rstrip("/") + "/models", headers=headers) as resp,
         ):
             data = await resp.json(content_type=None)
             return str(data["data"][0]["id"])
@@ -223,7 +223,8 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
         with _host(spec, truth_log) as (base_url, sim):
-            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url)))
+            auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists models to its keys
+            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url, headers=auth)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
             host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
