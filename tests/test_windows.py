@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.results.metrics import steady_window
+from replay.results.metrics import steady_window, summarize
 from replay.results.run_reader import read_run
 from replay.results.streaming import summarize_file
 from replay.results.windows import rebuild, series, span
@@ -33,7 +33,17 @@ def _run(tmp_path: Path, *args: str) -> Path:
 
 @pytest.fixture(scope="module")
 def windowed(tmp_path_factory) -> Path:
-    return _run(tmp_path_factory.mktemp("w"), "--sim-profile", "fast", "--duration", "6", "--window", "1.5")
+    return _run(
+        tmp_path_factory.mktemp("w"),
+        "--sim-profile",
+        "fast",
+        "--duration",
+        "6",
+        "--window",
+        "1.5",
+        "--rate-card",
+        "groq/gpt-oss-120b",
+    )
 
 
 def test_window_records_rebuild_the_whole_runs_summary(windowed: Path) -> None:
@@ -43,6 +53,8 @@ def test_window_records_rebuild_the_whole_runs_summary(windowed: Path) -> None:
     assert all(a["t_end"] == b["t_start"] for a, b in itertools.pairwise(windows))
     rebuilt = rebuild(data, steady_window(read_run(windowed)))
     assert rebuilt == summary  # the same histograms and sums: the same figures, exactly
+    assert summary["cost"]["total_usd"] > 0 and summary["cost"]["priced_requests"] == summary["requests"]
+    assert summarize(read_run(windowed)) == summary  # and the same as from the list of all its records
 
 
 def test_a_span_is_summarised_from_its_windows(windowed: Path) -> None:
