@@ -79,6 +79,14 @@ def test_a_host_that_speeds_up_shows_it_window_by_window(tmp_path: Path) -> None
     rows = series(summarize_file(out)[1])
     early, late = rows[0]["user_decode_tps_p50"], rows[-2]["user_decode_tps_p50"]
     assert late > 1.5 * early  # the profile doubles decode speed between 1.5 s and 3.5 s of uptime
+    pytest.importorskip("matplotlib")
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(out), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    page = html.read_text()
+    section = page[page.index('<section id="windows">') :]
+    section = section[: section.index("</section>")]
+    assert f"({len(rows)} windows)" in section and "<svg" in section  # the time series the speed-up shows in
 
 
 def test_a_span_without_windows_is_a_clear_error(tmp_path: Path) -> None:
