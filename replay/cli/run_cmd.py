@@ -13,7 +13,9 @@ from replay.cli import run_options
 
 @click.command()
 @click.argument("trajectories", nargs=-1, type=click.Path())
-@run_options.apply(run_options.HOST, run_options.LOAD, run_options.FAILURES, run_options.REQUEST, run_options.SIM)
+@run_options.apply(
+    run_options.HOST, run_options.LOAD, run_options.RECIPE, run_options.FAILURES, run_options.REQUEST, run_options.SIM
+)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),

@@ -133,6 +133,51 @@ LOAD = [
 ]
 
 
+RECIPE = [
+    click.option(
+        "--recipe",
+        type=click.Choice(["agentx", "aa-agentperf"]),
+        help="Run by a public benchmark's rules and print its figures: agentx (SemiAnalysis InferenceX AgentX v1.0, "
+        "as agentx-harness 1.0.12 runs it) or aa-agentperf (Artificial Analysis AA-AgentPerf). docs/recipes.md.",
+    ),
+    click.option("--gpus", type=click.IntRange(1), help="GPUs (accelerators) of the host, for per-GPU figures."),
+    click.option("--power-kw", type=click.FloatRange(min=0, min_open=True), help="Power of the host, for per-MW."),
+    click.option(
+        "--rate-card",
+        metavar="IN:CACHED:OUT",
+        help="Prices in $ per million tokens (new input, cached input, output), for the cost per task.",
+    ),
+    click.option(
+        "--slo-tier",
+        "slo_tiers",
+        multiple=True,
+        metavar="NAME:TTFT:TPS",
+        help="An SLO tier for aa-agentperf: TTFT at most TTFT seconds and per-user speed at least TPS (repeatable; "
+        "default 20tps:10:20, 60tps:5:60, 100tps:3:100, 180tps:2:180).",
+    ),
+    click.option(
+        "--recipe-min-duration",
+        help="Shorten the recipe's minimum duration (agentx: 900 s) for a smoke test; the summary says so.",
+    ),
+    click.option(
+        "--start-at",
+        help="Start each session's first tree mid-trajectory: RATIO of its recorded duration, or random:LO:HI "
+        "(seeded), with a primer call carrying the full prefix; later trees start at turn 0.",
+    ),
+    click.option("--idle-cap", help="No tool pause longer than this (e.g. 30, 5m)."),
+    click.option(
+        "--arrivals",
+        help="Open loop: sessions arrive at poisson:RATE, gamma:RATE:CV (RATE per second) or recorded[:SPEED] "
+        "(the workload's recorded start times, SPEED times faster); latency counts from each call's intended start.",
+    ),
+    click.option(
+        "--max-live",
+        type=click.IntRange(1),
+        help="Open loop: at most this many sessions at once; later arrivals wait in a backlog (default: "
+        "--concurrency).",
+    ),
+]
+
 FAILURES = [
     click.option(
         "--retries",
@@ -239,7 +284,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
     from replay.workload.history import HistoryPolicy
 
     try:
-        policy = ToolTimePolicy.parse(opts["tool_time"])
+        policy = ToolTimePolicy.parse(opts["tool_time"], _seconds(opts, "idle_cap"))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--tool-time") from None
     try:
@@ -262,7 +307,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         retry=retry,
         on_error=opts["on_error"],
     )
-    return RunSpec(
+    spec = RunSpec(
         trajectories=list(trajectories),
         host=opts["host"],
         model=opts["model"],
@@ -292,3 +337,6 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
             output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]
         ),
     )
+    from replay.cli.recipe_options import with_recipe
+
+    return with_recipe(spec, opts)

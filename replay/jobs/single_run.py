@@ -20,6 +20,7 @@ from replay.clients.flavour import RequestOptions
 from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
+from replay.jobs.recipes import RecipeFacts, get_recipe, header_block
 from replay.jobs.run_header import build_header
 from replay.results.metrics import summarize
 from replay.results.records import RunWriter
@@ -70,6 +71,10 @@ class RunSpec:
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
+    recipe: str | None = None  # agentx | aa-agentperf (replay.jobs.recipes), already applied to the fields above
+    recipe_facts: RecipeFacts = field(default_factory=RecipeFacts)  # GPUs, power, rate card, SLO tiers
+    arrivals: Any = None  # an open loop's arrivals (replay.sessions.arrivals.Arrivals); None: the closed loop
+    max_live: int | None = None  # open loop: sessions at once (default: the concurrency)
 
 
 @dataclass(slots=True)
@@ -200,19 +205,9 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                               spec.stall_timeout_s, spec.max_response_bytes)  # fmt: skip
             options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
                                      spec.responses_state)  # fmt: skip
-            writer.header(build_header(spec, host, workload, sim, truth_log))
+            writer.header(build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec))
             try:
-                footer = event_loop.run(
-                    run_load(
-                        workload,
-                        lambda transport: make_client(host, options, transport),
-                        Transport(host),
-                        spec.load,
-                        writer,
-                        progress=spec.progress,
-                        check=_threshold_check(spec, writer),
-                    )
-                )
+                footer = event_loop.run(_loop(spec, workload, host, options, writer))
             except KeyboardInterrupt:
                 footer = {"stop_reason": "interrupted"}
                 raise
@@ -225,6 +220,27 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         summary["truth"] = compare(writer.data.requests, load_truth(truth_log))
     judge(summary, writer.data.header, writer.data.footer)
     return RunResult(summary, writer.data.header, out, writer.data.footer)
+
+
+def _recipe_header(spec: RunSpec) -> dict[str, Any]:
+    """The header's recipe entry (rules and host facts) and, for an open loop, its arrivals and cap."""
+    recipe = get_recipe(spec.recipe) if spec.recipe else None
+    out: dict[str, Any] = {"recipe": header_block(recipe, spec.recipe_facts)}
+    if spec.arrivals is not None:
+        out["open_loop"] = {"arrivals": str(spec.arrivals), "max_live": spec.max_live or spec.load.concurrency}
+    return out
+
+
+def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter) -> Any:
+    """The closed loop, or the open loop when the spec has arrivals."""
+    factory = lambda transport: make_client(host, options, transport)  # noqa: E731
+    check = _threshold_check(spec, writer)
+    if spec.arrivals is None:
+        return run_load(workload, factory, Transport(host), spec.load, writer, progress=spec.progress, check=check)
+    from replay.sessions.open_loop import OpenLoopConfig, run_open_loop
+
+    config = OpenLoopConfig(spec.arrivals, spec.max_live or spec.load.concurrency)
+    return run_open_loop(workload, factory, Transport(host), spec.load, config, writer, spec.progress, check)
 
 
 def _threshold_check(spec: RunSpec, writer: RunWriter) -> Any:

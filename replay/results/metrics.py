@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from replay.results.agentx_figures import interactivity
 from replay.results.breakdowns import breakdown
+from replay.results.recipe_figures import recipe_figures
 from replay.results.records import RequestRecord, RunData
 from replay.results.task_figures import task_figures
 
@@ -102,7 +104,7 @@ def _ratio(num: float, den: float) -> float | None:
 def summarize(run: RunData) -> dict[str, Any]:
     """All figures of a run, as a JSON-ready dict (the shape of ``replay report --json``)."""
     win = steady_window(run)
-    reqs = run.requests
+    reqs = [r for r in run.requests if r.phase != "warmup"]  # primers and warm-up calls are in no figure
     ok = [r for r in reqs if r.ok]
     measured = [r for r in ok if r.t_sent in win]
 
@@ -131,7 +133,8 @@ def summarize(run: RunData) -> dict[str, Any]:
 
     errors = sum(errors_by_class.values())
     finals = [r for r in reqs if r.final]  # one per call, after its retries
-    return {
+    itl = _percentiles(_histogram(itl_v, itl_c), (50, 75, 90, 95, 99), US)
+    summary = {
         "run": run_identity(run.header),
         "requests": len(reqs),
         "attempts": len(reqs),  # every attempt is a request record
@@ -148,10 +151,11 @@ def summarize(run: RunData) -> dict[str, Any]:
             "steady": win.steady,
             "requests": len(measured),
         },
-        "ttft_s": _percentiles(_histogram(ttft), (50, 90, 95, 99), US),
+        "ttft_s": _percentiles(_histogram(ttft), (50, 75, 90, 95, 99), US),
         "ttfat_s": _percentiles(_histogram(ttfat), (50, 90, 95, 99), US),
         "e2e_s": _percentiles(_histogram(e2e), (50, 90, 95, 99), US),
-        "itl_s": _percentiles(_histogram(itl_v, itl_c), (50, 90, 95, 99), US),
+        "itl_s": itl,
+        "interactivity": interactivity(itl),  # 1 / ITL at p50..p95 (AgentX)
         "user_decode_tps": _percentiles(_histogram(decode), (25, 50, 75), TPS_SCALE),
         "user_output_tps_incl_wait": _percentiles(_histogram(with_wait), (25, 50), TPS_SCALE),
         "throughput": throughput,
@@ -160,7 +164,9 @@ def summarize(run: RunData) -> dict[str, Any]:
         "totals": _totals(reqs),
         "client": _client(run.client, win, measured),
         "breakdown": breakdown(measured),
+        "warmup_requests": len(run.requests) - len(reqs),
     }
+    return summary | recipe_figures(run, summary, measured, win)
 
 
 def run_identity(header: dict[str, Any]) -> dict[str, Any]:
