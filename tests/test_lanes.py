@@ -6,12 +6,14 @@ import asyncio
 import random
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
 from replay.jobs.single_run import RunSpec, execute
+from replay.results.metrics import summarize
 from replay.results.run_reader import read_run
 from replay.sessions.arrivals import Arrivals
 from replay.sessions.closed_loop import LoadConfig
@@ -165,3 +167,26 @@ def test_bad_recipe_options_name_the_option(tmp_path) -> None:
         result = runner.invoke(main, ["run", "--out", str(tmp_path / "r.jsonl"), *args])
         assert result.exit_code != 0 and option in result.output, result.output
         assert "Traceback" not in result.output
+
+
+def test_aa_recipe_judges_its_tiers_per_run_and_normalises_them(tmp_path) -> None:
+    path = tmp_path / "w.jsonl"
+    for i in range(3):
+        write_trajectory(path, f"t{i}", simple_turns(3, output_tokens=40, tool_time_s=0.01))
+    args = ["run", str(path), "--recipe", "aa-agentperf", "-c", "3", "--sim-profile", "fast", "--gpus", "4",
+            "--power-kw", "10", "--slo-tier", "easy:30:1", "--slo-tier", "impossible:0.000001:1000000",
+            "--rate-card", "1:0.1:4", "--json", "-q", "--out", str(tmp_path / "r.jsonl")]  # fmt: skip
+    s = orjson.loads(CliRunner().invoke(main, args, catch_exceptions=False).output)
+    easy, impossible = s["aa"]["slo_tiers"]
+    assert easy["met"] and easy["max_concurrent_agents"] == 3
+    assert easy["agents_per_accelerator"] == pytest.approx(3 / 4) and easy["agents_per_mw"] == pytest.approx(300)
+    assert not impossible["met"] and impossible["max_concurrent_agents"] is None
+    assert s["aa"]["total_tokens_per_s"] == s["throughput"]["total_tps"]
+    assert s["aa"]["output_speed_after_first_token_p25"] == s["user_decode_tps"]["p25"]
+    cost = s["beside"]["cost_per_task"]
+    assert cost["tasks"] == 3 and cost["mean"] > 0
+    assert s["submission_valid"] is True  # no duration floor or error in AA's public rules
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "r.jsonl")]).output
+    assert "tier easy" in text and "met by 3 agents" in text
+    rebuilt = summarize(read_run(tmp_path / "r.jsonl"))  # the run file alone gives the same figures
+    assert rebuilt["aa"] == s["aa"] and rebuilt["beside"] == s["beside"] and rebuilt["submission_valid"]

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from replay.results.recipe_text import recipe_lines
 from replay.workload.words import plural
 
 
@@ -58,6 +59,7 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
     lines += _client(s["client"])
     if s.get("truth"):
         lines += _truth_lines(s["truth"])
+    lines += recipe_lines(s)
     lines += _verdict(s)
     return "\n".join(lines)
 

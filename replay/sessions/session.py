@@ -21,7 +21,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
 
 from replay.clients.client import HostClient
 from replay.clients.flavour import Conversation
@@ -30,6 +29,7 @@ from replay.sessions.lanes import WARMUP_MAX_TOKENS, LaneRuntime
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
 from replay.sessions.start_points import AgentStart
+from replay.sessions.tally import Tally, drain_background, merge, run_background
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.sessions.tree import Tree
 from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Spawn, Trajectory, Turn
@@ -75,33 +75,6 @@ async def _pause(stop: asyncio.Event, seconds: float) -> float:
     return perf_counter() - start
 
 
-@dataclass(slots=True)
-class _Tally:
-    """What one agent (and, separately, its subagents) spent."""
-
-    calls: int = 0  # turns called (each once, however many attempts)
-    attempts: int = 0
-    errors: int = 0  # failed attempts
-    failed_turns: int = 0
-    model_time: float = 0.0
-    tool_time: float = 0.0
-    throttled: float = 0.0
-    queue: float = 0.0
-    ended: list[str] = field(default_factory=list)  # why the task ended early; one list shared by its whole tree
-    sub_runs: int = 0
-    sub_calls: int = 0
-    sub_model_time: float = 0.0
-
-    def add_attempt(self, rec: RequestRecord) -> None:
-        self.attempts += 1
-        self.errors += rec.error is not None
-        done = rec.t_done or perf_counter()
-        if rec.t_call is not None:
-            self.queue += max(0.0, rec.t_sent - rec.t_call)
-            self.model_time += max(0.0, done - rec.t_sent)
-        self.throttled += rec.wait_s + rec.throttle_s
-
-
 def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list[Message]:
     """The first user message prefixed with a per-run, per-task tag.
 
@@ -126,7 +99,7 @@ class _Agent:
     traj: Trajectory
     task: int
     slot: int
-    tally: _Tally
+    tally: Tally
     base: list[Message]
     parent: str | None
     tree: Tree
@@ -239,7 +212,7 @@ async def _replay_agent(
     traj: Trajectory,
     task: int,
     slot: int,
-    tally: _Tally,
+    tally: Tally,
     tree: Tree,
     base: list[Message] | None = None,
     parent: str | None = None,
@@ -327,42 +300,19 @@ async def _spawn(agent: _Agent, turn: Turn, pause: float, planned: list[tuple[Sp
     gated = []
     for ref, child_start in refs:
         child = ctx.trajectories[ref.trajectory]
-        sub = _Tally(ended=tally.ended)
+        sub = Tally(ended=tally.ended)
         inherited = list(agent.context.messages) if ref.fork else None
         coro = _replay_agent(ctx, child, agent.task, agent.slot, sub, tree, inherited, agent.traj.id, child_start)
         own = ref in turn.spawn
         if ctx.lanes is not None and (not own or ctx.lanes.background(agent.traj, turn.index, child, tree.root)):
-            tree.background.append(asyncio.create_task(_background(coro, tally, sub)))
+            tree.background.append(asyncio.create_task(run_background(coro, tally, sub)))
         else:
             gated.append((coro, sub))
     start = perf_counter()
     await asyncio.gather(_tool_pause(ctx, tree, pause), *(c for c, _ in gated))
     tally.tool_time += perf_counter() - start  # the parent waits for its tools and its subagents alike
     for _, sub in gated:
-        _merge(tally, sub)
-
-
-async def _background(coro: Any, tally: _Tally, sub: _Tally) -> None:
-    """A background subagent: its figures join its task's when it ends."""
-    try:
-        await coro
-    finally:
-        _merge(tally, sub)
-
-
-def _merge(tally: _Tally, sub: _Tally) -> None:
-    tally.sub_runs += 1 + sub.sub_runs
-    tally.sub_calls += sub.calls + sub.sub_calls
-    tally.sub_model_time += sub.model_time + sub.sub_model_time
-    tally.errors += sub.errors
-    tally.failed_turns += sub.failed_turns
-
-
-async def _drain_background(tree: Tree) -> None:
-    """The lane is free only when every background subagent of its tree has ended."""
-    while tree.background:
-        pending, tree.background = tree.background, []
-        await asyncio.gather(*pending, return_exceptions=True)
+        merge(tally, sub)
 
 
 async def replay_task(
@@ -372,7 +322,7 @@ async def replay_task(
 
     The first tree of a lane may start mid-trajectory (``--start-at``, the AgentX recipe); ``intended`` is an
     open-loop arrival time, from which the first call's latency counts."""
-    tally = _Tally()
+    tally = Tally()
     tree = Tree(traj)
     plan = ctx.lanes.start_plan(slot, traj) if ctx.lanes is not None else None
     t_start = perf_counter()
@@ -380,7 +330,7 @@ async def replay_task(
     try:
         await _replay_agent(ctx, traj, task, slot, tally, tree, start=plan.root if plan else None, intended=intended)
         t_root_end = perf_counter()
-        await _drain_background(tree)
+        await drain_background(tree)
     finally:
         for bg in tree.background:
             bg.cancel()
