@@ -188,7 +188,7 @@ def _load_config(spec: RunSpec) -> LoadConfig:
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
-    ensure_open_files(spec.load.concurrency)
+    ensure_open_files(max(spec.load.concurrency, spec.max_live or 0))
     workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
     spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()

@@ -57,6 +57,7 @@ def agentx_figures(measured: list[RequestRecord], window_start: float, gpus: int
     est = sum(r.prompt_tokens_est for r in seen)
     return {
         "requests": len(measured),
+        "subagent_requests": sum(r.parent is not None for r in measured),
         "warmup_requests": warmup,
         "throughput": {
             "span_s": span,
