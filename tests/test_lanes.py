@@ -190,3 +190,14 @@ def test_aa_recipe_judges_its_tiers_per_run_and_normalises_them(tmp_path) -> Non
     assert "tier easy" in text and "met by 3 agents" in text
     rebuilt = summarize(read_run(tmp_path / "r.jsonl"))  # the run file alone gives the same figures
     assert rebuilt["aa"] == s["aa"] and rebuilt["beside"] == s["beside"] and rebuilt["submission_valid"]
+
+
+def test_recorded_arrivals_follow_the_workload_timestamps_scaled(tmp_path) -> None:
+    path = tmp_path / "w.jsonl"
+    for i, ts in enumerate((1000.0, 1010.0, 1004.0)):
+        turns = simple_turns(1)
+        turns[0]["recorded"] = {"timestamp": ts}
+        write_trajectory(path, f"t{i}", turns)
+    tasks = load_workload([path]).tasks
+    sched = list(Arrivals.parse("recorded:2").schedule(tasks, iter(tasks), seed=0))
+    assert [(t, traj.id) for t, traj in sched] == [(0.0, "t0"), (2.0, "t2"), (5.0, "t1")]
