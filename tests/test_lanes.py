@@ -201,3 +201,22 @@ def test_recorded_arrivals_follow_the_workload_timestamps_scaled(tmp_path) -> No
     tasks = load_workload([path]).tasks
     sched = list(Arrivals.parse("recorded:2").schedule(tasks, iter(tasks), seed=0))
     assert [(t, traj.id) for t, traj in sched] == [(0.0, "t0"), (2.0, "t2"), (5.0, "t1")]
+
+
+def test_start_at_warm_starts_the_first_tree_with_its_primers(tmp_path) -> None:
+    workload = _tree(tmp_path / "w.jsonl")
+    out = tmp_path / "r.jsonl"
+    args = ["run", str(workload), "--start-at", "0.25", "--tasks", "2", "-c", "1", "--sim-profile", "fast", "--json",
+            "-q", "--out", str(out)]  # fmt: skip
+    summary = orjson.loads(CliRunner().invoke(main, args, catch_exceptions=False).output)
+    run = read_run(out)
+    warm = [r for r in run.requests if r.phase == "warmup"]
+    assert sorted((r.trajectory, r.turn) for r in warm) == [("child", 0), ("root", 1)]  # the calls before t*
+    assert all(r.task == 0 and r.max_tokens == 1 for r in warm)
+    first = [r for r in run.requests if r.task == 0 and r.phase == "measured"]
+    assert sorted((r.trajectory, r.turn) for r in first) == [("child", 1), ("child", 2), ("root", 2)]
+    assert len([r for r in run.requests if r.task == 1]) == 6  # the next tree starts at turn 0
+    assert run.phases["steady_start"] >= max(r.t_done for r in warm)
+    assert summary["warmup_requests"] == 2 and summary["tasks"]["warm_started"] == 1
+    assert summary["tasks"]["count"] == 1  # only the whole task counts in the per-task figures
+    assert "submission_valid" not in summary  # no recipe, no verdict

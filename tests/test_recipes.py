@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from conftest import SHARED
 
 from replay.cli import main
+from replay.results.metrics import summarize
 from replay.results.run_reader import read_run
 from replay.workload.importers import import_paths, write_canonical
 
@@ -73,6 +74,9 @@ def test_warmup_calls_are_marked_and_in_no_figure(short_run) -> None:
     assert summary["requests"] == len(measured)
     assert summary["agentx"]["requests"] == sum(r.ok and r.t_sent >= steady for r in measured)
     assert summary["totals"]["output_tokens"] == sum(r.output_tokens or 0 for r in measured)
+    rebuilt = summarize(run)  # the run file alone: the same figures and verdict
+    for key in ("agentx", "interactivity", "submission_valid", "invalid_reasons", "warmup_requests", "throughput"):
+        assert rebuilt[key] == summary[key]
 
 
 def test_a_sixty_second_run_is_invalid_and_says_why(weka, tmp_path) -> None:
