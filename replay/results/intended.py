@@ -52,6 +52,7 @@ def intended_figures(measured: list[RequestRecord], footer: dict[str, Any] | Non
             "max_live": ol.get("max_live"),
             "arrived": ol.get("arrived"),
             "never_started": ol.get("never_started"),
+            "never_started_wait_s": ol.get("never_started_wait_s"),  # their wait at the stop: in no latency figure
             "backlog_max": max(waiting, default=0),
             "backlog_mean": float(np.mean(waiting)) if waiting else 0.0,
             "backlog_last": waiting[-1] if waiting else 0,

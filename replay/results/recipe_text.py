@@ -91,10 +91,14 @@ def _beside(b: dict[str, Any]) -> list[str]:
 def _open_loop(intended: dict[str, Any], ol: dict[str, Any]) -> list[str]:
     q = " → ".join(_ms(v) for v in intended["ttft_from_intended_by_quarter_s"])
     lag = intended["start_lag_s"]
+    waited = ol.get("never_started_wait_s")
+    unseen = [f"  never started: had waited {_ms(waited['mean'])} on average, {_ms(waited['max'])} at most, by the stop"
+              " (in no latency figure)"] if waited else []  # fmt: skip
     return [
         "",
         f"Open loop {ol['arrivals']}, at most {ol['max_live']} live sessions: {ol['arrived']} arrived,"
         f" {ol['never_started']} never started; backlog max {ol['backlog_max']}, mean {ol['backlog_mean']:.1f}",
         f"  TTFT from intended start by quarter of arrivals: {q}",
         f"  intended → actual start lag p50 {_ms(lag['p50'])}, p95 {_ms(lag['p95'])}",
+        *unseen,
     ]

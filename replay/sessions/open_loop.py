@@ -169,6 +169,8 @@ async def run_open_loop(
                 task.cancel()
             await asyncio.gather(*side, arrivals, return_exceptions=True)
             mark("end")
+    stopped = perf_counter()
+    waits = [stopped - intended for _, _, intended in backlog.queue]  # latency the never-started sessions had so far
     return {
         "stop_reason": asked.reason or "completed",
         "tasks_started": backlog.arrived - len(backlog.queue),
@@ -179,6 +181,7 @@ async def run_open_loop(
             **open_loop.public(),
             "arrived": backlog.arrived,
             "never_started": len(backlog.queue),
+            "never_started_wait_s": {"mean": sum(waits) / len(waits), "max": max(waits)} if waits else None,
             "backlog": backlog.samples,
         },
     }
