@@ -9,12 +9,19 @@ from typing import Any
 import click
 
 from replay.cli import run_options
+from replay.cli.recipe_options import RECIPE
 
 
 @click.command()
 @click.argument("trajectories", nargs=-1, type=click.Path())
 @run_options.apply(
-    run_options.HOST, run_options.LOAD, run_options.FAILURES, run_options.SOAK, run_options.REQUEST, run_options.SIM
+    run_options.HOST,
+    run_options.LOAD,
+    RECIPE,
+    run_options.FAILURES,
+    run_options.SOAK,
+    run_options.REQUEST,
+    run_options.SIM,
 )
 @click.option(
     "--out",

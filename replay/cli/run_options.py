@@ -345,7 +345,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
     from replay.workload.history import HistoryPolicy
 
     try:
-        policy = ToolTimePolicy.parse(opts["tool_time"])
+        policy = ToolTimePolicy.parse(opts["tool_time"], _seconds(opts, "idle_cap"))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--tool-time") from None
     try:
@@ -368,7 +368,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         retry=retry,
         on_error=opts["on_error"],
     )
-    return RunSpec(
+    spec = RunSpec(
         trajectories=list(trajectories),
         host=opts["host"],
         model=opts["model"],
@@ -414,3 +414,6 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
             output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]
         ),
     )
+    from replay.cli.recipe_options import with_recipe
+
+    return with_recipe(spec, opts)

@@ -240,9 +240,16 @@ def host_facts(spec: Any) -> dict[str, Any]:
 
 
 def rate_card_option(text: str) -> dict[str, Any]:
-    """``--rate-card``: a shipped card's name, or ``input=0.3,cached_input=0.006,output=1.2`` (USD per million)."""
+    """``--rate-card``: a shipped card's name, ``input=0.3,cached_input=0.006,output=1.2``, or ``0.3:0.006:1.2``
+    (USD per million: input, cached input, output)."""
     value: Any = text
-    if "=" in text:
+    parts = text.split(":")
+    if len(parts) == 3 and "=" not in text and "/" not in text:
+        try:
+            value = dict(zip(("input", "cached_input", "output"), map(float, parts), strict=True))
+        except ValueError:
+            raise HostError(f"--rate-card: {text!r} is not IN:CACHED:OUT (USD per million tokens)") from None
+    elif "=" in text:
         value = {}
         for part in text.split(","):
             k, _, v = part.partition("=")

@@ -4,7 +4,6 @@ run the closed loop, summarise and judge. The CLI, the library face and the test
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import re
@@ -23,12 +22,13 @@ from replay.clients.flavour import RequestOptions
 from replay.clients.host import CONNECTIONS, DEFAULT_MAX_RESPONSE_BYTES, HostConfig
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
-from replay.jobs.host_metrics import HostMetrics, endpoint
 from replay.jobs.hosts import HostError, ResolvedHost, rate_card_option, resolve
 from replay.jobs.rebuild import rebuild_run
+from replay.jobs.recipes import RecipeFacts, get_recipe, header_block
 from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
 from replay.jobs.run_header import build_header
-from replay.results.prometheus_export import PrometheusSink, serve_metrics
+from replay.jobs.soak_jobs import side_jobs
+from replay.results.prometheus_export import PrometheusSink
 from replay.results.records import RunWriter
 from replay.results.scrub import SECRET_NAMES, Scrubber
 from replay.results.streaming import StreamSummary
@@ -99,6 +99,10 @@ class RunSpec:
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
+    recipe: str | None = None  # agentx | aa-agentperf (replay.jobs.recipes), already applied to the fields above
+    recipe_facts: RecipeFacts = field(default_factory=RecipeFacts)  # GPUs, power, rate card, SLO tiers
+    arrivals: Any = None  # an open loop's arrivals (replay.sessions.arrivals.Arrivals); None: the closed loop
+    max_live: int | None = None  # open loop: sessions at once (default: the concurrency)
 
 
 @dataclass(slots=True)
@@ -173,12 +177,15 @@ def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
         r = resolve(spec)
         if spec.rate_card:
             r = dataclasses.replace(r, price=rate_card_option(spec.rate_card))
+        facts = spec.recipe_facts  # --gpus and --power-kw over the hosts file's; the recipe's figures and the header's
+        r = dataclasses.replace(r, gpus=facts.gpus or r.gpus, power_kw=facts.power_kw or r.power_kw)
     except HostError as exc:
         raise RunError(str(exc)) from None
     if spec.connection not in CONNECTIONS:
         raise RunError(f"--connection: expected one of {', '.join(CONNECTIONS)}, not {spec.connection!r}")
     spec = dataclasses.replace(spec, host=r.base_url, model=r.model, api=r.api, api_key_env=r.key_env,
-                               extra_body=r.body, headers=r.headers)  # fmt: skip
+                               extra_body=r.body, headers=r.headers, recipe_facts=dataclasses.replace(
+                                   facts, gpus=r.gpus, power_kw=r.power_kw))  # fmt: skip
     return spec, r
 
 
@@ -234,7 +241,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
     spec, resolved = resolve_host(spec)
-    ensure_open_files(spec.load.concurrency)
+    ensure_open_files(max(spec.load.concurrency, spec.max_live or 0))
     out = Path(spec.out) if spec.out else default_out_path()
     try:
         previous = read_previous(out) if spec.resume else None
@@ -271,26 +278,15 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                               spec.connection)  # fmt: skip
             options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
                                      spec.responses_state)  # fmt: skip
-            header = build_header(spec, host, workload, sim, truth_log)
+            header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
             header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
             if previous is None:
                 writer.header(header)
             else:
                 _resume_into(writer, previous, header, truth_log)
             try:
-                footer = event_loop.run(
-                    run_load(
-                        workload,
-                        lambda transport: make_client(host, options, transport),
-                        Transport(host),
-                        spec.load,
-                        writer,
-                        progress=spec.progress,
-                        check=_threshold_check(spec, stream, writer),
-                        extra=_side_jobs(spec, windows, writer, exporter, base_url),
-                        first_task=previous.tasks_started if previous else 0,
-                    )
-                )
+                jobs = side_jobs(spec, windows, writer, exporter, base_url)
+                footer = event_loop.run(_loop(spec, workload, host, options, writer, stream, jobs, previous))
                 if windows is not None:
                     writer.mark("window", windows.close(perf_counter()))  # the last one, cut at the end
             except KeyboardInterrupt:
@@ -333,30 +329,27 @@ def _resume_into(writer: RunWriter, previous: Previous, header: dict[str, Any], 
                             "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
 
 
-def _side_jobs(
-    spec: RunSpec, windows: WindowRecorder | None, writer: RunWriter, exporter: PrometheusSink | None, base_url: str
-) -> list[Any]:
-    jobs: list[Any] = []
-    if windows is not None:
-        scrape = endpoint(spec.scrape_metrics, base_url) if spec.scrape_metrics else None
-        jobs.append(lambda: _close_windows(windows, writer, scrape))
-    if exporter is not None and spec.prometheus:
-        address = spec.prometheus
-        jobs.append(lambda: serve_metrics(exporter, address))
-    return jobs
+def _recipe_header(spec: RunSpec) -> dict[str, Any]:
+    """The header's recipe entry (rules and host facts) and, for an open loop, its arrivals and cap."""
+    recipe = get_recipe(spec.recipe) if spec.recipe else None
+    out: dict[str, Any] = {"recipe": header_block(recipe, spec.recipe_facts)}
+    if spec.arrivals is not None:
+        out["open_loop"] = {"arrivals": str(spec.arrivals), "max_live": spec.max_live or spec.load.concurrency}
+    return out
 
 
-async def _close_windows(windows: WindowRecorder, writer: RunWriter, scrape: str | None) -> None:
-    """Append each window's record as it closes (written and synced: a killed soak keeps every closed window),
-    with the host's own metrics of the window when asked to scrape them."""
-    sampler = HostMetrics(scrape) if scrape else None
-    if sampler is not None:
-        await sampler.sample()  # the baseline the first window's deltas count from
-    while True:
-        await asyncio.sleep(max(windows.due() - perf_counter(), 0.0))
-        if sampler is not None:
-            windows.host_metrics = await sampler.sample()
-        writer.mark("window", windows.close(perf_counter()))
+def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter,
+          stream: StreamSummary, jobs: list[Any], previous: Any) -> Any:  # fmt: skip
+    """The closed loop, or the open loop when the spec has arrivals."""
+    factory = lambda transport: make_client(host, options, transport)  # noqa: E731
+    check = _threshold_check(spec, stream, writer)
+    if spec.arrivals is None:
+        return run_load(workload, factory, Transport(host), spec.load, writer, progress=spec.progress, check=check,
+                        extra=jobs, first_task=previous.tasks_started if previous else 0)  # fmt: skip
+    from replay.sessions.open_loop import OpenLoopConfig, run_open_loop
+
+    config = OpenLoopConfig(spec.arrivals, spec.max_live or spec.load.concurrency)
+    return run_open_loop(workload, factory, Transport(host), spec.load, config, writer, spec.progress, check, jobs)
 
 
 def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:

@@ -20,6 +20,7 @@ import numpy as np
 
 from replay.results.histogram import HIGHEST, Histogram
 from replay.results.host_tally import HostTally
+from replay.results.recipe_tally import RecipeTally
 from replay.results.records import RequestRecord
 
 US = 1_000_000  # seconds → microseconds for latency histograms
@@ -119,10 +120,15 @@ class Accumulator:
         self.by_context = [_Bucket() for _ in CONTEXT_LABELS]
         self.by_turn = [_Bucket() for _ in TURN_LABELS]
         self.host = HostTally(card)  # what the host said about itself; ``card`` prices each request as it comes
+        self.recipe = RecipeTally()  # the AgentX, validity and intended-start figures (docs/recipes.md)
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
-        """Count one request; ``measured``: it enters the per-call figures; ``token_key``: where its tokens go."""
+        """Count one request; ``measured``: it enters the per-call figures; ``token_key``: where its tokens go.
+        A warm-up call (a recipe's primer, max_tokens 1) is counted as one and is in no other figure."""
+        if r.phase == "warmup":
+            self.recipe.add_warmup()
+            return
         s = self.sums
         s["requests"] += 1
         s["ok"] += r.error is None
@@ -140,6 +146,7 @@ class Accumulator:
         s["reusable_prefix_tokens"] += r.reusable_prefix_tokens
         self._tokens(r, token_key)
         self.host.add(r, measured)
+        self.recipe.add(r, measured)
         if measured:
             self._measured(r)
 
@@ -218,6 +225,7 @@ class Accumulator:
             slot[2] += o
         self.estimated_input |= other.estimated_input
         self.host.merge(other.host, counts=True, calls=measured)
+        self.recipe.merge(other.recipe, counts=True, calls=measured)
         if measured:
             self._merge_calls(other)
 
@@ -227,6 +235,7 @@ class Accumulator:
             if name == "measured" or name.startswith("m_"):
                 self.sums[name] += other.sums[name]
         self.host.merge(other.host, counts=False, calls=True)
+        self.recipe.merge(other.recipe, counts=False, calls=True)
         self._merge_calls(other)
 
     def _merge_calls(self, other: Accumulator) -> None:
@@ -247,6 +256,7 @@ class Accumulator:
             "by_context": [b.encode() for b in self.by_context],
             "by_turn": [b.encode() for b in self.by_turn],
             "host": self.host.encode(),
+            "recipe": self.recipe.encode(),
         }
 
     @classmethod
@@ -260,6 +270,7 @@ class Accumulator:
         acc.by_context = [_Bucket.decode_from(b) for b in data["by_context"]]
         acc.by_turn = [_Bucket.decode_from(b) for b in data["by_turn"]]
         acc.host = HostTally.decode(data.get("host"))
+        acc.recipe = RecipeTally.decode(data.get("recipe"))
         return acc
 
 

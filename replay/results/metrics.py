@@ -13,9 +13,11 @@ from typing import Any
 
 from replay.results import host_signals, routes
 from replay.results.accumulator import TPS_SCALE, US, Accumulator
+from replay.results.agentx_figures import interactivity
 from replay.results.breakdowns import breakdown_figures
 from replay.results.cost import run_cost
 from replay.results.histogram import Histogram
+from replay.results.recipe_figures import recipe_figures
 from replay.results.records import RequestRecord, RunData
 from replay.results.server_figures import server_figures
 from replay.results.task_figures import task_figures
@@ -86,6 +88,7 @@ def accumulate(requests: Iterable[RequestRecord], win: Window, card: dict[str, A
     """The summary's accumulator of ``requests``: per-call figures of the successful calls sent in ``win``, and
     every token keyed by whether it fell inside ``win``; each priced with the rate ``card``."""
     acc = Accumulator(card)
+    acc.recipe.origin = win.start
     inside = win.__contains__
     for r in requests:
         acc.add(r, r.error is None and r.t_sent in win, inside)
@@ -102,7 +105,8 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
     """The summary from an accumulator of the run's requests (``accumulate``, or merged window records), the
     steady window, and the run's header, phases, tasks and client samples (``run.requests`` is not read)."""
     s, h = acc.sums, acc.hist
-    return {
+    itl = _percentiles(h["itl"], (50, 75, 90, 95, 99), US)
+    summary = {
         "run": run_identity(run.header),
         "requests": s["requests"],
         "attempts": s["requests"],  # every attempt is a request record
@@ -119,10 +123,11 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
             "steady": win.steady,
             "requests": s["measured"],
         },
-        "ttft_s": _percentiles(h["ttft"], (50, 90, 95, 99), US),
+        "ttft_s": _percentiles(h["ttft"], (50, 75, 90, 95, 99), US),
         "ttfat_s": _percentiles(h["ttfat"], (50, 90, 95, 99), US),
         "e2e_s": _percentiles(h["e2e"], (50, 90, 95, 99), US),
-        "itl_s": _percentiles(h["itl"], (50, 90, 95, 99), US),
+        "itl_s": itl,
+        "interactivity": interactivity(itl),  # 1 / ITL at p50..p95 (AgentX)
         "user_decode_tps": _percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
         "user_output_tps_incl_wait": _percentiles(h["with_wait"], (25, 50), TPS_SCALE),
         "throughput": _throughput(acc, win.seconds, True),
@@ -132,7 +137,9 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
         "client": _client(run.client, win, acc),
         "breakdown": breakdown_figures(acc),
         **provider_figures(acc, run),
+        "warmup_requests": acc.recipe.counts["warmup"],  # primers and warm-up calls: in no other figure
     }
+    return summary | recipe_figures(run, summary, acc, win)
 
 
 def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:

@@ -67,6 +67,9 @@ class RequestRecord:
     final: bool = True  # no further attempt followed: for a failed call, the turn failed
     headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
     connect_s: float | None = None  # time to open a new connection for this call (None: a kept-alive one was reused)
+    phase: str = "measured"  # warmup: a primer or warm-up call (max_tokens 1), left out of every figure
+    t_intended: float | None = None  # when the call was meant to start (open loop: the session's arrival)
+    prefix_seen_tokens: int | None = None  # leading tokens an earlier call of the same session tree sent
 
     @property
     def ok(self) -> bool:
@@ -97,6 +100,9 @@ class TaskRecord:
     throttled_time_s: float = 0.0  # backoff and --max-rpm waits of the task's own calls
     queue_time_s: float = 0.0  # sum of t_sent - t_call: the client's own wait before bytes left
     ended_by: str | None = None  # why a failed task stopped early (end-task, context_overflow, abort)
+    start_turn: int = 0  # a warm start (--start-at, the AgentX recipe): the first measured turn
+    t_root_end: float | None = None  # the root agent's last call ended (background subagents may run on)
+    t_intended: float | None = None  # open loop: when the session arrived
 
 
 @dataclass(slots=True)

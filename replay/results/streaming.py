@@ -40,6 +40,8 @@ class StreamSummary:
 
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t
+        if name == "steady_start" and self.acc.recipe.origin is None:
+            self.acc.recipe.origin = t  # coverage slices count from the window's start
 
     def segment(self, mark: dict[str, Any]) -> None:
         """A resumed run's next segment begins: the segment so far is closed with the window it had."""
@@ -99,7 +101,7 @@ def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
     view = Accumulator()
     view.sums, view.errors_by_class, view.hist = acc.sums, acc.errors_by_class, acc.hist
     view.by_context, view.by_turn, view.estimated_input = acc.by_context, acc.by_turn, acc.estimated_input
-    view.host = acc.host
+    view.host, view.recipe = acc.host, acc.recipe
     view.tokens = {True: inside}
     return view
 

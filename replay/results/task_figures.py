@@ -18,9 +18,12 @@ PROJECTIONS = (2, 10)
 
 
 def task_figures(tasks: list[TaskRecord]) -> dict[str, Any]:
+    warm = [t for t in tasks if t.start_turn]  # began mid-trajectory (--start-at, AgentX): no whole task to measure
+    tasks = [t for t in tasks if not t.start_turn]
     done = [t for t in tasks if t.complete]
     failed = sum(t.status == "failed" for t in tasks)
     counts = {
+        "warm_started": len(warm),
         "count": len(done),
         "complete": len(done),
         "failed": failed,

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from replay.results.provider_report import provider_lines
+from replay.results.recipe_text import recipe_lines
 from replay.workload.words import plural
 
 
@@ -61,6 +62,7 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
     lines += _client(s["client"]) + provider_lines(s)
     if s.get("truth"):
         lines += _truth_lines(s["truth"])
+    lines += recipe_lines(s)
     lines += _verdict(s)
     return "\n".join(lines)
 

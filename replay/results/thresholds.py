@@ -102,7 +102,8 @@ def parse_all(texts: list[str] | tuple[str, ...], check_figures: bool = False) -
         from replay.results.metrics import summarize
         from replay.results.records import RunData
 
-        template = summarize(RunData({}, [], [], {}, [], None))  # every key a summary has, with no values
+        recipes = {"recipe": {"name": "any", "figures": ["agentx", "aa"]}}  # recipe blocks' figures may be named too
+        template = summarize(RunData(recipes, [], [], {}, [], None))  # every key a summary has, with no values
         for threshold in parsed:
             threshold.path(template)
     return parsed

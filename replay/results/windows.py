@@ -29,10 +29,12 @@ class WindowRecorder:
         self.first = self.index = first_index  # a resumed run's windows go on numbering from its last one
         self.phases: dict[str, float] = {}
         self.card: dict[str, Any] | None = None  # the run's rate card, from its header
+        self.origin: float | None = None  # the steady window's start (recipe coverage slices count from it)
         self._new()
 
     def _new(self) -> None:
         self.steady, self.other = Accumulator(self.card), Accumulator(self.card)
+        self.steady.recipe.origin = self.other.recipe.origin = self.origin
         self.host_metrics: dict[str, float] = {}
 
     def window_of(self, t: float) -> int:
@@ -50,6 +52,9 @@ class WindowRecorder:
 
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t
+        if name == "steady_start":
+            self.origin = t
+            self.steady.recipe.origin = self.other.recipe.origin = t
         if name == "start":
             self.t0 = self.start = t
 

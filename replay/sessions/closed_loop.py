@@ -20,6 +20,7 @@ from replay.clients.client import HostClient
 from replay.clients.transport import Transport
 from replay.results.records import RequestRecord, RunWriter, TaskRecord
 from replay.sessions.client_monitor import ClientMonitor
+from replay.sessions.lanes import LaneConfig, LaneRuntime
 from replay.sessions.live import LiveState, RichView, progress_view
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
@@ -49,6 +50,7 @@ class LoadConfig:
     rate_limit: tuple[int, float] | None = None  # at most N calls started per period (s), across all sessions
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     on_error: str = "continue"  # continue | end-task | abort
+    lanes: LaneConfig | None = None  # start points, warm-up, idle caps, background subagents (sessions/lanes.py)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -63,6 +65,7 @@ class LoadConfig:
             "rate_limit": list(self.rate_limit) if self.rate_limit else None,
             "retry": self.retry.public(),
             "on_error": self.on_error,
+            "lanes": self.lanes.public() if self.lanes else None,
         }
 
 
@@ -148,7 +151,8 @@ async def run_load(
         live.request(rec)
         if rec.session not in first_call_done:
             first_call_done.add(rec.session)
-            if load.warmup_s is None and len(first_call_done) == slots and not stop.is_set():
+            auto = load.warmup_s is None and (lanes is None or lanes.warmup is None)  # else the barrier marks it
+            if auto and len(first_call_done) == slots and not stop.is_set():
                 mark("steady_start")
 
     def task_done(rec: TaskRecord) -> None:
@@ -156,6 +160,7 @@ async def run_load(
         live.task(rec)
 
     salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
+    lanes = _lane_runtime(load, slots, workload, lambda: window_open and not stop.is_set() and mark("steady_start"))
     async with transport:
         ctx = SessionContext(
             client=client_factory(transport),
@@ -174,19 +179,24 @@ async def run_load(
             on_pause=live.pausing,
             on_turn=live.turn,
             on_call=live.calling,
+            lanes=lanes,
         )
 
         async def worker(slot: int) -> None:
             nonlocal started
-            while not stop.is_set():
-                if task_limit is not None and started >= task_limit:
-                    asked.reason = asked.reason or "tasks"
-                    close_window()  # the other sessions finish the trajectories they hold
-                    return
-                task_index = started
-                started += 1
-                live.tasks_started = started
-                await replay_task(ctx, task_index, slot, next(order))
+            try:
+                while not stop.is_set():
+                    if task_limit is not None and started >= task_limit:
+                        asked.reason = asked.reason or "tasks"
+                        close_window()  # the other sessions finish the trajectories they hold
+                        return
+                    task_index = started
+                    started += 1
+                    live.tasks_started = started
+                    await replay_task(ctx, task_index, slot, next(order))
+            finally:
+                if lanes is not None and lanes.warmup is not None:
+                    lanes.warmup.retire(slot)  # a lane that sends nothing more does not hold the warm-up barrier
 
         await ctx.client.warm(slots)
         t0 = perf_counter()
@@ -204,7 +214,7 @@ async def run_load(
         side += [asyncio.create_task(job()) for job in extra]
         try:
             with graceful_signals(asked.on_signal, asked.on_second_signal):
-                await _until_stop(workers, asked, t0 + load.duration_s if load.duration_s else None)
+                await _until_stop(workers, asked, await _deadline(load, lanes, workers, asked, t0))
                 if any(not w.done() for w in workers):
                     asked.ask("duration")
                     close_window()
@@ -227,7 +237,33 @@ async def run_load(
                               "salt": salt}  # fmt: skip
     if asked.signal:
         footer["signal"] = asked.signal
+    if lanes is not None:
+        footer["lanes"] = lanes.footer()
     return footer
+
+
+def _lane_runtime(load: LoadConfig, slots: int, workload: Workload, on_steady: Callable[[], Any]) -> LaneRuntime | None:
+    """The run's lanes when it asks for more than plain ones (start points, warm-up, idle caps, background)."""
+    if load.lanes is None:
+        return None
+    return LaneRuntime(load.lanes, slots, workload.by_id(), load.seed, on_steady)
+
+
+async def _deadline(
+    load: LoadConfig, lanes: LaneRuntime | None, workers: list[asyncio.Task[None]], asked: _Stop, t0: float
+) -> float | None:
+    """When the duration ends: counted from the warm-up barrier when the run has one (AgentX's profiling phase is
+    its duration), else from the start."""
+    if not load.duration_s:
+        return None
+    if lanes is None or lanes.warmup is None:
+        return t0 + load.duration_s
+    barrier = asyncio.create_task(lanes.warmup.done.wait())
+    wake = asyncio.create_task(asked.requested.wait())
+    await asyncio.wait([barrier, wake, *workers], return_when=asyncio.FIRST_COMPLETED)
+    barrier.cancel()
+    wake.cancel()
+    return perf_counter() + load.duration_s
 
 
 async def _until_stop(workers: list[asyncio.Task[None]], asked: _Stop, deadline: float | None) -> None:

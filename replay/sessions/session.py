@@ -25,10 +25,14 @@ from time import perf_counter
 from replay.clients.client import HostClient
 from replay.clients.flavour import Conversation
 from replay.results.records import RequestRecord, TaskRecord
+from replay.sessions.lanes import WARMUP_MAX_TOKENS, LaneRuntime
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
+from replay.sessions.start_points import AgentStart
+from replay.sessions.tally import Tally, drain_background, merge, run_background
 from replay.sessions.tool_time import ToolTimePolicy
-from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Trajectory, Turn
+from replay.sessions.tree import Tree
+from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Spawn, Trajectory, Turn
 
 ON_ERROR = ("continue", "end-task", "abort")
 TERMINAL = {"context_overflow"}  # failures that end the task whatever the policy (later calls are longer)
@@ -54,6 +58,7 @@ class SessionContext:
     on_pause: Callable[[int, float | None], None] = lambda slot, until: None  # a session's tool pause begins/ends
     on_turn: Callable[[int, int, float], None] = lambda slot, turns_left, tool_left: None  # for the time left
     on_call: Callable[[int], None] = lambda delta: None  # a call began (+1) or ended (-1): calls in flight
+    lanes: LaneRuntime | None = None  # start points, warm-up, idle caps, background subagents (sessions/lanes.py)
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> float:
@@ -69,33 +74,6 @@ async def _pause(stop: asyncio.Event, seconds: float) -> float:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=left)
     return perf_counter() - start
-
-
-@dataclass(slots=True)
-class _Tally:
-    """What one agent (and, separately, its subagents) spent."""
-
-    calls: int = 0  # turns called (each once, however many attempts)
-    attempts: int = 0
-    errors: int = 0  # failed attempts
-    failed_turns: int = 0
-    model_time: float = 0.0
-    tool_time: float = 0.0
-    throttled: float = 0.0
-    queue: float = 0.0
-    ended: list[str] = field(default_factory=list)  # why the task ended early; one list shared by its whole tree
-    sub_runs: int = 0
-    sub_calls: int = 0
-    sub_model_time: float = 0.0
-
-    def add_attempt(self, rec: RequestRecord) -> None:
-        self.attempts += 1
-        self.errors += rec.error is not None
-        done = rec.t_done or perf_counter()
-        if rec.t_call is not None:
-            self.queue += max(0.0, rec.t_sent - rec.t_call)
-            self.model_time += max(0.0, done - rec.t_sent)
-        self.throttled += rec.wait_s + rec.throttle_s
 
 
 def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list[Message]:
@@ -122,9 +100,10 @@ class _Agent:
     traj: Trajectory
     task: int
     slot: int
-    tally: _Tally
+    tally: Tally
     base: list[Message]
     parent: str | None
+    tree: Tree
     context: CountedContext = field(init=False)
     conversation: Conversation | None = field(init=False)
     tools: list | None = field(init=False)
@@ -147,11 +126,19 @@ class _Agent:
         self.context.extend(append)
         return reusable
 
-    async def call(self, turn: Turn, reusable: int) -> tuple[RequestRecord | None, dict[str, str] | None]:
-        """The turn's attempts, each recorded; the last record (None if the run stopped before any) and answer."""
+    async def call(
+        self, turn: Turn, reusable: int, phase: str = "measured", intended: float | None = None
+    ) -> tuple[RequestRecord | None, dict[str, str] | None]:
+        """The turn's attempts, each recorded; the last record (None if the run stopped before any) and answer.
+
+        ``phase`` ``warmup`` asks for one token; ``intended`` is when the call was meant to start (an open-loop
+        arrival), else now: latency from the intended start counts the client's own lateness too."""
         ctx, context = self.ctx, self.context
+        intended = perf_counter() if intended is None else intended
         live = ctx.builder is not None and ctx.builder.policy.output == "live"
-        body = ctx.client.render(context.messages, turn.output_tokens, self.tools, self.conversation)
+        max_tokens = WARMUP_MAX_TOKENS if phase == "warmup" else turn.output_tokens
+        seen = self.tree.prefix_seen(context) if ctx.lanes is not None else None
+        body = ctx.client.render(context.messages, max_tokens, self.tools, self.conversation)
         wait = 0.0
         rec: RequestRecord | None = None
         for attempt in range(1, ctx.retry.retries + 2):
@@ -166,18 +153,24 @@ class _Agent:
             rec = RequestRecord(
                 id=uuid.uuid4().hex, session=self.slot, task=self.task, trajectory=self.traj.id, turn=turn.index,
                 prompt_tokens_est=context.prompt_tokens, reusable_prefix_tokens=reusable,
-                max_tokens=turn.output_tokens, parent=self.parent, attempt=attempt, wait_s=wait, throttle_s=throttled,
+                max_tokens=max_tokens, parent=self.parent, attempt=attempt, wait_s=wait, throttle_s=throttled,
                 t_call=started,  # the rate limit's slot is the call's start
+                phase=phase, t_intended=intended, prefix_seen_tokens=seen,
             )  # fmt: skip
             answer = None
             retry = False
             ctx.on_call(1)
+            guard = ctx.lanes.idle if ctx.lanes is not None else None
+            if guard is not None:
+                guard.started(self.tree.state)
             try:
                 answer = await ctx.client.call(body, rec, self.conversation, context.messages, collect=live)
                 retry = rec.error is not None and attempt <= ctx.retry.retries and ctx.retry.should_retry(rec)
                 rec.final = not retry
             finally:
                 ctx.on_call(-1)
+                if guard is not None:
+                    guard.ended(self.tree.state)
                 self.tally.add_attempt(rec)
                 ctx.on_request(rec)
             if not retry:
@@ -202,32 +195,77 @@ class _Agent:
         return False
 
 
+async def _tool_pause(ctx: SessionContext, tree: Tree, seconds: float) -> float:
+    """A tool pause, under the idle caps when the run has them."""
+    guard = ctx.lanes.idle if ctx.lanes is not None else None
+    if guard is None:
+        return await _pause(ctx.stop, seconds)
+    return await guard.pause(tree.state, seconds, ctx.stop)
+
+
+def _fast_forward(agent: _Agent, upto: int) -> None:
+    """Build the context of the turns before ``upto`` without calling: what a warm start inherits."""
+    for turn in agent.traj.turns[:upto]:
+        agent.prepare(turn)
+        agent.context.extend((turn.output_message,))
+
+
 async def _replay_agent(
     ctx: SessionContext,
     traj: Trajectory,
     task: int,
     slot: int,
-    tally: _Tally,
+    tally: Tally,
+    tree: Tree,
     base: list[Message] | None = None,
     parent: str | None = None,
+    start: AgentStart | None = None,
+    intended: float | None = None,
 ) -> None:
-    """Replay one trajectory's calls; subagents it spawns run beside the tool pause and join before the next call.
+    """Replay one trajectory's calls; subagents it spawns run beside the tool pause and join before the next call
+    (background ones hold only the lane). ``start``: a warm start (its primer first, then its running subagents).
 
     ``base`` is the inherited context of a forked subagent: it precedes the agent's own messages, is counted in its
     prompt and, being exactly the parent's last request plus output, in its reusable prefix.
     """
-    agent = _Agent(ctx, traj, task, slot, tally, base or [], parent)
-    tool_left = sum(ctx.tool_time.pause(t.tool_time_s) for t in traj.turns[:-1]) if parent is None else 0.0
-    for turn in traj.turns:
+    agent = _Agent(ctx, traj, task, slot, tally, base or [], parent, tree)
+    first = 0
+    if start is not None:
+        first = start.primer if start.primer is not None else start.resume
+        _fast_forward(agent, first)
+        if start.finished:
+            await _spawn(agent, traj.turns[-1], 0.0, start.children)
+            return
+    warmup = ctx.lanes.warmup if ctx.lanes is not None else None
+    policy = ctx.tool_time
+    tool_left = sum(policy.expected(t.tool_time_s) for t in traj.turns[first:-1]) if parent is None else 0.0
+    carried = 0.0  # a pause skipped by the warm-up, taken once the barrier has passed
+    for turn in traj.turns[first:]:
         if ctx.stop.is_set() or tally.ended:
             return  # the run stopped, or another agent of the task ended it
+        primer = start is not None and turn.index == start.primer
+        phase = "measured"
+        if warmup is not None:
+            admitted = await warmup.admit(slot, primer, ctx.stop)
+            if admitted is None:
+                return
+            phase = admitted
+            if phase == "measured" and carried:
+                tally.tool_time += await _tool_pause(ctx, tree, carried)
+                if ctx.stop.is_set():
+                    return
+            carried = 0.0
         if parent is None:  # calls left, and pauses left from this call's on
             ctx.on_turn(slot, len(traj.turns) - turn.index, tool_left)
         reusable = agent.prepare(turn)
-        rec, answer = await agent.call(turn, reusable)
+        try:
+            rec, answer = await agent.call(turn, reusable, phase, intended if turn.index == first else None)
+        finally:
+            if phase == "warmup" and warmup is not None:
+                warmup.returned(primer)
         if rec is None:
             return  # stopped before the call went out
-        tally.calls += 1
+        tally.calls += phase == "measured"
         if rec.error is not None and rec.final and agent.after_failure(rec):
             return
         if not rec.final:
@@ -238,54 +276,71 @@ async def _replay_agent(
             out = ctx.builder.output({**answer, "tool_calls": turn.output_tool_calls})
         agent.context.extend((out,))
         last = turn.index == len(traj.turns) - 1
-        pause = 0.0 if last else ctx.tool_time.pause(turn.tool_time_s)
+        pause = 0.0 if last else policy.pause(turn.tool_time_s, ctx.rng)
+        if ctx.lanes is not None and ctx.lanes.warming:
+            carried, pause = pause, 0.0  # warm-up calls follow each other without pauses
         if pause and parent is None:
             ctx.on_pause(slot, perf_counter() + pause)
-        if not turn.spawn:
+        planned = start.children if primer and start is not None else None
+        if not turn.spawn and not planned:
             if pause:
-                tally.tool_time += await _pause(ctx.stop, pause)
+                tally.tool_time += await _tool_pause(ctx, tree, pause)
         else:
-            await _spawn(agent, turn, pause)
+            await _spawn(agent, turn, pause, planned)
         if pause and parent is None:
             ctx.on_pause(slot, None)
             tool_left -= pause
 
 
-async def _spawn(agent: _Agent, turn: Turn, pause: float) -> None:
-    """Run the turn's subagents beside its tool pause; the parent waits for both."""
-    ctx, tally = agent.ctx, agent.tally
-    subs = [_Tally(ended=tally.ended) for _ in turn.spawn]
-    children = [
-        _replay_agent(
-            ctx,
-            ctx.trajectories[ref.trajectory],
-            agent.task,
-            agent.slot,
-            sub,
-            list(agent.context.messages) if ref.fork else None,
-            agent.traj.id,
-        )
-        for ref, sub in zip(turn.spawn, subs, strict=True)
-    ]
+async def _spawn(agent: _Agent, turn: Turn, pause: float, planned: list[tuple[Spawn, AgentStart]] | None) -> None:
+    """Run the turn's subagents beside its tool pause; the parent waits for both, but not for background ones.
+
+    ``planned``: a warm start's subagents running at t* (those of earlier turns can only be background ones)."""
+    ctx, tally, tree = agent.ctx, agent.tally, agent.tree
+    refs: list[tuple[Spawn, AgentStart | None]] = (
+        list(planned) if planned is not None else [(r, None) for r in turn.spawn]
+    )
+    gated = []
+    for ref, child_start in refs:
+        child = ctx.trajectories[ref.trajectory]
+        sub = Tally(ended=tally.ended)
+        inherited = list(agent.context.messages) if ref.fork else None
+        coro = _replay_agent(ctx, child, agent.task, agent.slot, sub, tree, inherited, agent.traj.id, child_start)
+        own = ref in turn.spawn
+        if ctx.lanes is not None and (not own or ctx.lanes.background(agent.traj, turn.index, child, tree.root)):
+            tree.background.append(asyncio.create_task(run_background(coro, tally, sub)))
+        else:
+            gated.append((coro, sub))
     start = perf_counter()
-    await asyncio.gather(_pause(ctx.stop, pause), *children)
+    await asyncio.gather(_tool_pause(ctx, tree, pause), *(c for c, _ in gated))
     tally.tool_time += perf_counter() - start  # the parent waits for its tools and its subagents alike
-    for sub in subs:
-        tally.sub_runs += 1 + sub.sub_runs
-        tally.sub_calls += sub.calls + sub.sub_calls
-        tally.sub_model_time += sub.model_time + sub.sub_model_time
-        tally.errors += sub.errors
-        tally.failed_turns += sub.failed_turns
+    for _, sub in gated:
+        merge(tally, sub)
 
 
-async def replay_task(ctx: SessionContext, task: int, slot: int, traj: Trajectory) -> TaskRecord:
-    """Replay one trajectory (and its subagents); the task record is emitted even when the run stops or cancels it."""
-    tally = _Tally()
+async def replay_task(
+    ctx: SessionContext, task: int, slot: int, traj: Trajectory, intended: float | None = None
+) -> TaskRecord:
+    """Replay one trajectory (and its subagents); the task record is emitted even when the run stops or cancels it.
+
+    The first tree of a lane may start mid-trajectory (``--start-at``, the AgentX recipe); ``intended`` is an
+    open-loop arrival time, from which the first call's latency counts."""
+    tally = Tally()
+    tree = Tree(traj)
+    plan = ctx.lanes.start_plan(slot, traj) if ctx.lanes is not None else None
     t_start = perf_counter()
+    t_root_end = None
     try:
-        await _replay_agent(ctx, traj, task, slot, tally)
+        await _replay_agent(ctx, traj, task, slot, tally, tree, start=plan.root if plan else None, intended=intended)
+        t_root_end = perf_counter()
+        await drain_background(tree)
     finally:
-        whole = tally.calls == len(traj.turns)
+        for bg in tree.background:
+            bg.cancel()
+        if tree.background:
+            await asyncio.gather(*tree.background, return_exceptions=True)
+        skipped = plan.root.resume if plan is not None else 0
+        whole = tally.calls == len(traj.turns) - skipped
         status = "failed" if tally.failed_turns else ("complete" if whole else "partial")
         record = TaskRecord(
             task=task,
@@ -308,6 +363,9 @@ async def replay_task(ctx: SessionContext, task: int, slot: int, traj: Trajector
             throttled_time_s=tally.throttled,
             queue_time_s=tally.queue,
             ended_by=tally.ended[0] if tally.ended else None,
+            start_turn=skipped,
+            t_root_end=t_root_end,
+            t_intended=intended,
         )
         ctx.on_task(record)
     return record
