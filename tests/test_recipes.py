@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from conftest import SHARED
 
 from replay.cli import main
-from replay.results.metrics import summarize
+from replay.results.metrics import steady_window, summarize
 from replay.results.run_reader import read_run
+from replay.results.windows import rebuild
 from replay.workload.importers import import_paths, write_canonical
 
 WEKA = SHARED / "trajectories" / "real" / "weka" / "sample_trace_with_subagent.json"
@@ -42,7 +43,7 @@ def _run(weka: Path, tmp: Path, *extra: str) -> tuple[dict, object]:
 
 @pytest.fixture(scope="module")
 def short_run(weka, tmp_path_factory) -> tuple[dict, object]:
-    return _run(weka, tmp_path_factory.mktemp("short"), "--duration", "4")
+    return _run(weka, tmp_path_factory.mktemp("short"), "--duration", "4", "--window", "1")
 
 
 def test_initial_lanes_start_between_a_quarter_and_three_quarters_of_their_trajectory(short_run) -> None:
@@ -75,8 +76,10 @@ def test_warmup_calls_are_marked_and_in_no_figure(short_run) -> None:
     assert summary["agentx"]["requests"] == sum(r.ok and r.t_sent >= steady for r in measured)
     assert summary["totals"]["output_tokens"] == sum(r.output_tokens or 0 for r in measured)
     rebuilt = summarize(run)  # the run file alone: the same figures and verdict
-    for key in ("agentx", "interactivity", "submission_valid", "invalid_reasons", "warmup_requests", "throughput"):
-        assert rebuilt[key] == summary[key]
+    windows = rebuild(run, steady_window(run))  # and its window records alone
+    for key in ("agentx", "interactivity", "submission_valid", "invalid_reasons", "warmup_requests", "throughput",
+                "metric_coverage", "intended", "beside"):  # fmt: skip
+        assert rebuilt[key] == summary[key] == windows[key], key
 
 
 def test_a_sixty_second_run_is_invalid_and_says_why(weka, tmp_path) -> None:
