@@ -64,7 +64,7 @@ def test_long_context_tiers_and_markup() -> None:
 
 
 def run_cost(card, reqs, tasks):
-    return _run_cost(tally_of(reqs, card), tasks, card)
+    return _run_cost(tally_of(reqs, card), {t.task: not t.start_turn for t in tasks if t.complete}, card)
 
 
 def test_run_cost_per_task_and_per_million() -> None:

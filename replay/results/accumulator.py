@@ -21,7 +21,8 @@ import numpy as np
 from replay.results.histogram import HIGHEST, Histogram
 from replay.results.host_tally import HostTally
 from replay.results.recipe_tally import RecipeTally
-from replay.results.records import RequestRecord
+from replay.results.records import RequestRecord, TaskRecord
+from replay.results.task_figures import TaskTally
 
 US = 1_000_000  # seconds → microseconds for latency histograms
 TPS_SCALE = 1000  # tokens/s → milli-tokens/s for speed histograms
@@ -121,6 +122,7 @@ class Accumulator:
         self.by_turn = [_Bucket() for _ in TURN_LABELS]
         self.host = HostTally(card)  # what the host said about itself; ``card`` prices each request as it comes
         self.recipe = RecipeTally()  # the AgentX, validity and intended-start figures (docs/recipes.md)
+        self.tasks = TaskTally()  # the tasks that ended (per-task figures)
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
@@ -149,6 +151,9 @@ class Accumulator:
         self.recipe.add(r, measured)
         if measured:
             self._measured(r)
+
+    def add_task(self, t: TaskRecord) -> None:
+        self.tasks.add(t)
 
     def _tokens(self, r: RequestRecord, token_key: Callable[[float], Hashable]) -> None:
         """Tokens attributed to when they happened: input at the first token (prefill done), output per read."""
@@ -226,6 +231,7 @@ class Accumulator:
         self.estimated_input |= other.estimated_input
         self.host.merge(other.host, counts=True, calls=measured)
         self.recipe.merge(other.recipe, counts=True, calls=measured)
+        self.tasks.merge(other.tasks)
         if measured:
             self._merge_calls(other)
 
@@ -257,6 +263,7 @@ class Accumulator:
             "by_turn": [b.encode() for b in self.by_turn],
             "host": self.host.encode(),
             "recipe": self.recipe.encode(),
+            "tasks_ended": self.tasks.encode(),
         }
 
     @classmethod
@@ -271,6 +278,7 @@ class Accumulator:
         acc.by_turn = [_Bucket.decode_from(b) for b in data["by_turn"]]
         acc.host = HostTally.decode(data.get("host"))
         acc.recipe = RecipeTally.decode(data.get("recipe"))
+        acc.tasks = TaskTally.decode(data.get("tasks_ended"))
         return acc
 
 

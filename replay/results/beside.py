@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.results.records import TaskRecord
 
-
-def beside(tasks_summary: dict[str, Any], tasks: list[TaskRecord], task_usd: dict[int, float] | None) -> dict[str, Any]:
-    """``task_usd``: each task's cost over every call of its tree (None: the run has no rate card)."""
+def beside(
+    tasks_summary: dict[str, Any], complete: dict[int, bool], task_usd: dict[int, float] | None
+) -> dict[str, Any]:
+    """``complete``: the complete tasks (True: replayed whole); ``task_usd``: each task's cost over every call of its
+    tree (None: the run has no rate card)."""
     out: dict[str, Any] = {
         "tasks_whole": tasks_summary.get("count", 0),
         "wall_split": {k: tasks_summary.get(f"{k}_share") for k in ("model", "tool", "throttled", "queue")},
@@ -22,7 +23,7 @@ def beside(tasks_summary: dict[str, Any], tasks: list[TaskRecord], task_usd: dic
         "faster_host_saving": tasks_summary.get("projected_saving"),
         "cost_per_task": None,
     }
-    whole = {t.task for t in tasks if t.complete and not t.start_turn}
+    whole = [task for task, is_whole in complete.items() if is_whole]
     if task_usd is not None and whole:
         values = sorted(task_usd.get(task, 0.0) for task in whole)
         out["cost_per_task"] = {"mean": sum(values) / len(values), "max": values[-1], "tasks": len(values)}

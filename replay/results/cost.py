@@ -15,7 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from replay.results.rate_cards import RATE_CARDS
-from replay.results.records import RequestRecord, TaskRecord
+from replay.results.records import RequestRecord
 
 if TYPE_CHECKING:
     from replay.results.host_tally import HostTally
@@ -91,9 +91,9 @@ def request_cost(card: dict[str, Any], rec: RequestRecord) -> float | None:
     return usd / 1e6 * float(card.get("markup") or 1.0)
 
 
-def run_cost(t: HostTally, tasks: list[TaskRecord], card: dict[str, Any] | None) -> dict[str, Any]:
+def run_cost(t: HostTally, complete: dict[int, bool], card: dict[str, Any] | None) -> dict[str, Any]:
     """The run's cost figures from its tally, priced as it was gathered with ``card`` (the header's): every figure
-    null without a card; a host-reported cost is summed regardless."""
+    null without a card; a host-reported cost is summed regardless. ``complete``: the tasks that ended complete."""
     reported_usd, reported_n = t.reported
     out: dict[str, Any] = {
         "card": card.get("name") if card else None,
@@ -104,13 +104,13 @@ def run_cost(t: HostTally, tasks: list[TaskRecord], card: dict[str, Any] | None)
         return out | {"total_usd": None, "per_task_usd": None, "per_mtok_usd": None, "per_request_usd": None}
     pico, tokens, priced, unpriced = t.cost
     total = pico / PICO
-    complete = [t.task_usd.get(task.task, 0) / PICO for task in tasks if task.complete]
-    per_task = complete or [usd / PICO for usd in t.task_usd.values()]
+    done = [t.task_usd.get(task, 0) / PICO for task in complete]
+    per_task = done or [usd / PICO for usd in t.task_usd.values()]
     return out | {
         "total_usd": total,
         "per_request_usd": total / priced if priced else None,
         "per_task_usd": sum(per_task) / len(per_task) if per_task else None,
-        "per_task_of": "complete tasks" if complete else "all tasks",
+        "per_task_of": "complete tasks" if done else "all tasks",
         "per_mtok_usd": total / tokens * 1e6 if tokens else None,
         "priced_requests": priced,
         "unpriced": unpriced,

@@ -18,9 +18,8 @@ from replay.results.breakdowns import breakdown_figures
 from replay.results.cost import run_cost
 from replay.results.histogram import Histogram
 from replay.results.recipe_figures import recipe_figures
-from replay.results.records import RequestRecord, RunData
+from replay.results.records import RequestRecord, RunData, TaskRecord
 from replay.results.server_figures import server_figures
-from replay.results.task_figures import task_figures
 
 SATURATED_CPU_SHARE = 0.85
 SATURATED_LAG_MS = 50.0
@@ -84,26 +83,30 @@ def steady_window(run: RunData) -> Window:
     return joined(windows)
 
 
-def accumulate(requests: Iterable[RequestRecord], win: Window, card: dict[str, Any] | None = None) -> Accumulator:
+def accumulate(
+    requests: Iterable[RequestRecord], win: Window, card: dict[str, Any] | None = None, tasks: Iterable[TaskRecord] = ()
+) -> Accumulator:
     """The summary's accumulator of ``requests``: per-call figures of the successful calls sent in ``win``, and
-    every token keyed by whether it fell inside ``win``; each priced with the rate ``card``."""
+    every token keyed by whether it fell inside ``win``; each priced with the rate ``card``; and the ``tasks``."""
     acc = Accumulator(card)
     acc.recipe.origin = win.start
     inside = win.__contains__
     for r in requests:
         acc.add(r, r.error is None and r.t_sent in win, inside)
+    for t in tasks:
+        acc.add_task(t)
     return acc
 
 
 def summarize(run: RunData) -> dict[str, Any]:
     """All figures of a run, as a JSON-ready dict (the shape of ``replay report --json``)."""
     win = steady_window(run)
-    return figures(accumulate(run.requests, win, header_card(run.header)), win, run)
+    return figures(accumulate(run.requests, win, header_card(run.header), run.tasks), win, run)
 
 
 def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
     """The summary from an accumulator of the run's requests (``accumulate``, or merged window records), the
-    steady window, and the run's header, phases, tasks and client samples (``run.requests`` is not read)."""
+    steady window, and the run's header, phases and client samples (its requests and tasks are not read)."""
     s, h = acc.sums, acc.hist
     itl = _percentiles(h["itl"], (50, 75, 90, 95, 99), US)
     summary = {
@@ -132,7 +135,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
         "user_output_tps_incl_wait": _percentiles(h["with_wait"], (25, 50), TPS_SCALE),
         "throughput": _throughput(acc, win.seconds, True),
         "cache": _cache(acc),
-        "tasks": task_figures(run.tasks),
+        "tasks": acc.tasks.figures(),
         "totals": _totals(acc),
         "client": _client(run.client, win, acc),
         "breakdown": breakdown_figures(acc),
@@ -152,7 +155,7 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
         "routes": routes.route_shares(t),
         "service_tiers": routes.tier_shares(t),
         "speed_modes": routes.speed_modes(t),
-        "cost": run_cost(t, run.tasks, header_card(run.header)),
+        "cost": run_cost(t, acc.tasks.complete, header_card(run.header)),
         "rate_limits": host_signals.rate_limits(t),
         "connections": host_signals.connections(t),
         "provider_limits": host_signals.provider_limits(acc.errors_by_class) | host_signals.tier_checks(run.header, t),

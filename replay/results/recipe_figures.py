@@ -43,5 +43,5 @@ def recipe_figures(run: RunData, summary: dict[str, Any], acc: Accumulator, wind
         out["aa"] = aa_figures(summary, facts, (run.header.get("load") or {}).get("concurrency"))
     card = host.get("price")
     task_usd = {task: pico / PICO for task, pico in acc.host.task_usd.items()} if isinstance(card, dict) else None
-    out["beside"] = beside(summary["tasks"], run.tasks, task_usd)
+    out["beside"] = beside(summary["tasks"], acc.tasks.complete, task_usd)
     return out

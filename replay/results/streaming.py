@@ -23,12 +23,13 @@ WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
 class StreamSummary:
     """Feed phases, requests, tasks and client samples in file order; ``summary`` at any point."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_tasks: bool = False) -> None:
         self.phases: dict[str, float] = {}  # the current segment's marks (a resumed run has several segments)
         self.done: list[Window] = []  # the windows of the segments before the current one
         self.first_phases: dict[str, float] | None = None
         self.acc = Accumulator()  # every request's counts and tokens; per-call figures of steady-window calls
         self.early = Accumulator()  # per-call figures of calls sent before the window opened (if it never does)
+        self.keep_tasks = keep_tasks  # a report's per-task drift reads them; a live run keeps only their tally
         self.tasks: list[TaskRecord] = []
         self.client: list[dict[str, Any]] = []
         self.first_sent: float | None = None
@@ -71,7 +72,9 @@ class StreamSummary:
             self.early.add(r, True, self.token_key)
 
     def task(self, t: TaskRecord) -> None:
-        self.tasks.append(t)
+        self.acc.add_task(t)
+        if self.keep_tasks:
+            self.tasks.append(t)
 
     def sample(self, s: dict[str, Any]) -> None:
         self.client.append(s)
@@ -101,7 +104,7 @@ def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
     view = Accumulator()
     view.sums, view.errors_by_class, view.hist = acc.sums, acc.errors_by_class, acc.hist
     view.by_context, view.by_turn, view.estimated_input = acc.by_context, acc.by_turn, acc.estimated_input
-    view.host, view.recipe = acc.host, acc.recipe
+    view.host, view.recipe, view.tasks = acc.host, acc.recipe, acc.tasks
     view.tokens = {True: inside}
     return view
 
@@ -110,7 +113,7 @@ def summarize_file(path: Any, notes: Any = None) -> tuple[dict[str, Any], RunDat
     """The summary of a run file read once, in flat memory; with the RunData of everything but its requests."""
     from replay.results.run_reader import read_run
 
-    stream = StreamSummary()
+    stream = StreamSummary(keep_tasks=True)
     data = read_run(path, notes, sink=stream)
     data.phases = stream.first_phases if stream.first_phases is not None else stream.phases
     data.tasks, data.client = stream.tasks, stream.client

@@ -66,8 +66,8 @@ class WindowRecorder:
         else:
             self.other.add(r, r.error is None, self.token_key)
 
-    def task(self, _: Any) -> None:
-        pass
+    def task(self, t: Any) -> None:
+        self.steady.add_task(t)  # in the window it ended in
 
     def sample(self, _: Any) -> None:
         pass
@@ -139,9 +139,8 @@ def span(run: RunData, start_s: float, end_s: float) -> dict[str, Any]:
         acc.merge(other)
     acc.tokens = {True: _tokens_in(decoded, lambda key: key[0] in indices)}
     lo, hi = chosen[0][0]["t_start"], chosen[-1][0]["t_end"]
-    tasks = [t for t in run.tasks if lo <= t.t_end < hi]
     samples = [s for s in run.client if lo <= s["t"] < hi]
-    part = RunData(header=run.header, requests=[], tasks=tasks, phases=run.phases, client=samples, footer=run.footer)
+    part = RunData(header=run.header, requests=[], tasks=[], phases=run.phases, client=samples, footer=run.footer)
     return figures(acc, Window(lo, hi, steady=True), part)
 
 
