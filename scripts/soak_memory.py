@@ -106,6 +106,9 @@ def main() -> None:
             "rss_mb_min_after_warmup": round(min(mb for _, mb in after), 1),
             "rss_mb_per_10_min": round(slope, 2),
             "run_file_mb": round(res["out"].stat().st_size / 2**20, 1),
+            "rss_mb_by_minute": {
+                f"{round(t / 60)}": round(mb, 1) for t, mb in samples if abs(t / 60 - round(t / 60)) < args.every / 120
+            },
             **check_rebuild(res["out"]),
         }
     print(json.dumps(result, indent=2))
