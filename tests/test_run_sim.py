@@ -14,7 +14,7 @@ from replay.cli import main
 from replay.jobs.single_run import RunSpec, execute
 from replay.results.metrics import steady_window, summarize
 from replay.results.run_reader import read_run
-from replay.results.text_report import to_json
+from replay.results.text_report import to_json, to_text
 from replay.results.truth_compare import client_token_times, host_token_times
 from replay.results.verdict import judge
 from replay.sessions.closed_loop import LoadConfig
@@ -81,19 +81,41 @@ def test_ttft_and_token_times_agree_with_the_truth_log(sim_run) -> None:
     assert result.summary["truth"]["ttft_dev_s"]["p50"] == pytest.approx(float(np.median(np.abs(ttft))))
 
 
-def test_steady_window_excludes_warmup_and_drain(sim_run) -> None:
+def test_a_task_run_is_measured_whole(sim_run) -> None:
+    """A run of N tasks (here one pass over the workload) covers every call: warm-up and drain included."""
     result, run, truth = sim_run
+    win = steady_window(run)
+    assert win.start == run.phases["start"] and win.end == run.phases["end"] and "stop" not in run.phases
+    w = result.summary["window"]
+    assert w["whole_run"] and w["requests"] == w["of_requests"] == len(run.requests) == 24
+    host_out = sum(t["output_tokens"] for t in truth.values())
+    assert result.summary["throughput"]["tokens"]["output"] == pytest.approx(host_out)
+    assert "window: the whole run" in to_text(result.summary, result.header)
+
+
+def test_a_timed_runs_steady_window_excludes_warmup_and_drain(tmp_path: Path) -> None:
+    spec = RunSpec(
+        trajectories=[str(_workload(tmp_path))],
+        load=LoadConfig(concurrency=4, duration_s=2.5, tool_time=ToolTimePolicy.parse("recorded")),
+        out=str(tmp_path / "run.jsonl"),
+        sim_profile="default",
+        sim_truth_log=str(tmp_path / "truth.jsonl"),
+        progress=False,
+    )
+    result = execute(spec)
+    run, truth = read_run(result.path), _truth(tmp_path / "truth.jsonl")
     win = steady_window(run)
     first_done: dict[int, float] = {}
     for rec in run.requests:
         first_done[rec.session] = min(first_done.get(rec.session, rec.t_done), rec.t_done)
-    assert win.steady
-    assert win.start == pytest.approx(max(first_done.values()), abs=1e-3)  # warm-up: every session's first call
+    assert win.steady and not result.summary["window"]["whole_run"]
+    assert run.phases["steady_start"] >= max(first_done.values())  # warm-up: every session's first call is back
+    assert win.start == run.phases["steady_start"]
     assert win.end == run.phases["stop"] < run.phases["end"]  # the drain is after the stop
     before = [r for r in run.requests if r.t_sent < win.start]
-    after = [r for r in run.requests if r.t_sent >= win.end]
-    assert before and after  # both edges really cut something off
-    assert result.summary["window"]["requests"] == len(run.requests) - len(before) - len(after)
+    assert before and not [r for r in run.requests if r.t_sent >= win.end]  # no call starts after the stop
+    assert any(r.t_done > win.end for r in run.requests)  # but some were in flight: the drain, cut off
+    assert result.summary["window"]["requests"] == len(run.requests) - len(before)
     # output tokens in the window, counted independently from the host's own write times
     host_out = sum(
         n for t in truth.values() for ts, n in zip(t["writes"][::2], t["writes"][1::2], strict=True) if ts in win

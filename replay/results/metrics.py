@@ -124,7 +124,9 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
             "start_s": win.start - run.phases.get("start", win.start),
             "end_s": win.end - run.phases.get("start", win.start),
             "steady": win.steady,
-            "requests": s["measured"],
+            "requests": s["measured"],  # the calls the per-call figures cover
+            "of_requests": s["requests"],  # beside every call of the run (warm-up calls aside)
+            "whole_run": (run.footer or {}).get("window") == "whole",  # a --tasks run: the window is the run
         },
         "ttft_s": _percentiles(h["ttft"], (50, 75, 90, 95, 99), US),
         "ttfat_s": _percentiles(h["ttfat"], (50, 90, 95, 99), US),

@@ -87,9 +87,7 @@ def _overview(s: dict[str, Any]) -> list[str]:
     line = [
         f"{plural(s['requests'], 'call')} · {errors}{retries}"
         + (f" · {s['invalid_usage']} with implausible usage" if s.get("invalid_usage") else ""),
-        f"steady window {s['window_s']:.1f} s (from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start,"
-        f" {plural(w['requests'], 'call')} sent in it)"
-        + ("" if w["steady"] else "  [no steady state reached: figures cover the whole run]"),
+        _window_line(s, w),
     ]
     if s.get("segments"):
         gaps = [f"{g['gap_s']:,.0f} s" for g in s["segments"][1:] if g.get("gap_s") is not None]
@@ -103,6 +101,17 @@ def _overview(s: dict[str, Any]) -> list[str]:
             f" {plural(w['requests'], 'call')} completed in them)"
         )
     return line
+
+
+def _window_line(s: dict[str, Any], w: dict[str, Any]) -> str:
+    covers = f"{w['requests']:,} of {plural(w.get('of_requests', s['requests']), 'call')}"
+    if w.get("whole_run"):
+        return f"window: the whole run, {s['window_s']:.1f} s (figures cover {covers}: every call of the tasks)"
+    return (
+        f"steady window {s['window_s']:.1f} s (from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start;"
+        f" figures cover {covers}, those sent in it)"
+        + ("" if w["steady"] else "  [no steady state reached: figures cover the whole run]")
+    )
 
 
 def _throughput(t: dict[str, Any]) -> list[str]:

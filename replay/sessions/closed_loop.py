@@ -151,7 +151,7 @@ async def run_load(
         live.request(rec)
         if rec.session not in first_call_done:
             first_call_done.add(rec.session)
-            auto = load.warmup_s is None and (lanes is None or lanes.warmup is None)  # else the barrier marks it
+            auto = load.warmup_s is None and not whole and (lanes is None or lanes.warmup is None)  # else marked
             if auto and len(first_call_done) == slots and not stop.is_set():
                 mark("steady_start")
 
@@ -161,6 +161,9 @@ async def run_load(
 
     salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
     lanes = _lane_runtime(load, slots, workload, lambda: window_open and not stop.is_set() and mark("steady_start"))
+    # A run of N tasks is measured whole: every call of them, warm-up and drain included (the window is the run).
+    whole = task_limit is not None and load.duration_s is None and load.warmup_s is None and (
+        lanes is None or lanes.warmup is None)  # fmt: skip
     async with transport:
         ctx = SessionContext(
             client=client_factory(transport),
@@ -188,7 +191,8 @@ async def run_load(
                 while not stop.is_set():
                     if task_limit is not None and started >= task_limit:
                         asked.reason = asked.reason or "tasks"
-                        close_window()  # the other sessions finish the trajectories they hold
+                        if not whole:
+                            close_window()  # the other sessions finish the trajectories they hold (the drain)
                         return
                     task_index = started
                     started += 1
@@ -204,6 +208,8 @@ async def run_load(
         mark("start", t0)
         workers = [asyncio.create_task(worker(i), name=f"session-{i}") for i in range(slots)]
         mark("all_started")
+        if whole:
+            mark("steady_start", t0)
         if load.warmup_s is not None:
             asyncio.get_running_loop().call_later(load.warmup_s, lambda: window_open and mark("steady_start"))
         side = [asyncio.create_task(ClientMonitor(writer.client).run())]
@@ -237,6 +243,8 @@ async def run_load(
                               "salt": salt}  # fmt: skip
     if asked.signal:
         footer["signal"] = asked.signal
+    if whole:
+        footer["window"] = "whole"  # the figures cover every call of the tasks (docs/metrics.md)
     if lanes is not None:
         footer["lanes"] = lanes.footer()
     return footer

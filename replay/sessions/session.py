@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 
+import orjson
+
 from replay.clients.client import HostClient
 from replay.clients.flavour import Conversation
 from replay.results.records import RequestRecord, TaskRecord
@@ -83,13 +85,39 @@ def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list
     several times at once, and a host keeps its cache from one run to the next; without the tag the host would
     serve copies from each other's (or the last run's) cache and look faster than it is. The system prompt
     before it stays shared, as it is across real agents.
+
+    The tag is spliced into the message's wire bytes and its own tokens are added to the message's count: a first
+    message of 800 KB is neither decoded nor re-counted (that took seconds on the event loop).
     """
     out = list(messages)
+    tag = orjson.dumps(salt)[1:-1]  # the tag as it reads inside a JSON string
+    tag_tokens = len(builder.tokenizer.encode(salt))
     for i, m in enumerate(out):
-        if m.role == "user" and isinstance(raw := m.raw, dict) and isinstance(raw.get("content"), str):
-            out[i] = builder.message({**raw, "content": salt + raw["content"]})
+        if m.role != "user":
+            continue
+        at = _string_content_at(m.wire)
+        if at is not None:
+            out[i] = Message(m.wire[:at] + tag + m.wire[at:], m.tokens + tag_tokens, role="user")
             break
     return out
+
+
+_CONTENT = b'"content":"'
+
+
+def _string_content_at(wire: bytes) -> int | None:
+    """Where a message's top-level string ``content`` begins in its compact JSON, or None (content of parts).
+
+    Inside a JSON string every quote is escaped, so the first ``"content":"`` is a key; it is the top-level one
+    when what precedes it is a complete object's beginning (checked by parsing that short prefix)."""
+    idx = wire.find(_CONTENT)
+    if idx < 0:
+        return None
+    try:
+        orjson.loads(wire[:idx].rstrip(b",") + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    return idx + len(_CONTENT)
 
 
 @dataclass(slots=True)
