@@ -19,8 +19,9 @@ from replay.clients.completions import CompletionsFlavour
 from replay.clients.errors import http_error_class
 from replay.clients.flavour import Conversation, Flavour, RequestOptions
 from replay.clients.host import HostConfig
+from replay.clients.interpreter import STEP_BYTES, interpreter
 from replay.clients.responses import ResponsesFlavour
-from replay.clients.stream import YIELD_BYTES, StreamState, interpret, interpret_steps
+from replay.clients.stream import StreamState, interpret, interpret_steps
 from replay.clients.transport import Received, Transport
 from replay.clients.usage import excerpt
 from replay.results.records import RequestRecord
@@ -95,21 +96,22 @@ class HostClient:
             self._headers_to(rec, got)
             self.flavour.after_call(conversation, None, context)
             return None
-        st = await self._interpret(got, rec.t_sent, collect)
+        st = await self._interpret(got, rec, collect)
         self._fill(rec, got, st)
         self.flavour.after_call(conversation, st if rec.error is None else None, context)
         if collect and st.text is not None:
             return {"content": "".join(st.text), "reasoning": "".join(st.reasoning_text or ())}
         return None
 
-    async def _interpret(self, got: Received, t_sent: float, collect: bool) -> StreamState:
-        """The stream's figures; a large one is read in slices with the event loop let run between them."""
-        if sum(map(len, got.reads)) <= YIELD_BYTES:
-            return interpret(self.flavour, got.reads, got.times, t_sent, collect)
-        st = StreamState()
-        for st in interpret_steps(self.flavour, got.reads, got.times, t_sent, collect):  # noqa: B007
-            await asyncio.sleep(0)
-        return st
+    async def _interpret(self, got: Received, rec: RequestRecord, collect: bool) -> StreamState:
+        """The stream's figures, read in slices by the loop's interpreter between its other work
+        (``replay.clients.interpreter``): streams ending together never hold the loop."""
+        steps = interpret_steps(self.flavour, got.reads, got.times, rec.t_sent, collect, STEP_BYTES)
+        try:
+            return await interpreter().submit(steps)
+        except asyncio.CancelledError:  # the run is stopping: the record still gets what the stream said
+            self._fill(rec, got, interpret(self.flavour, got.reads, got.times, rec.t_sent, collect))
+            raise
 
     def _fill(self, rec: RequestRecord, got: Received, st: StreamState) -> None:
         rec.t_first_token, rec.t_first_answer, rec.t_last_token = st.first_token, st.first_answer, st.last_token

@@ -92,9 +92,14 @@ class StreamReader:
 
 
 def interpret_steps(
-    reader: StreamReader, reads: Sequence[bytes], times: Sequence[float], t_sent: float, collect: bool = False
+    reader: StreamReader,
+    reads: Sequence[bytes],
+    times: Sequence[float],
+    t_sent: float,
+    collect: bool = False,
+    step_bytes: int = YIELD_BYTES,
 ) -> Iterator[StreamState]:
-    """Classify every event; yields the (unfinished) state every ``YIELD_BYTES`` of input, then the final state.
+    """Classify every event; yields the (unfinished) state every ``step_bytes`` of input, then the final state.
 
     With ``collect`` the fast paths are off and the answer text is kept (for live history).
     """
@@ -115,7 +120,7 @@ def interpret_steps(
                     st.add(t, t_sent, n, True)
             else:
                 _events(reader, st, region, t, t_sent, collect)
-            if since_yield >= YIELD_BYTES:
+            if since_yield >= step_bytes:
                 since_yield = 0
                 yield st
         reader.finish(st, tail)
