@@ -1,4 +1,4 @@
-"""Command line: ``replay run | report | sim | import | inspect | synth``, one module per command family."""
+"""Command line: ``replay run | report | sim | probe | import | inspect | synth``, one module per command family."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from replay import __version__
+from replay.cli.probe_cmd import probe
 from replay.cli.report_cmd import report
 from replay.cli.run_cmd import run
 from replay.cli.sim_cmd import sim
@@ -51,7 +52,7 @@ def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
 
 
-for command in (run, report, sim, import_cmd, inspect_cmd, synth):
+for command in (run, report, sim, probe, import_cmd, inspect_cmd, synth):
     main.add_command(command)
 
 

@@ -20,6 +20,9 @@ while the physical fields still size the KV cache. ``name`` defaults to the file
     context = [2048, 32768]
     ms = [[6.2, 7.9], [9.6, 50.4], [18.1, 183.3]]
 
+A ``probe`` table (what ``replay probe`` writes beside the fields it fitted: host, date, points, errors) is
+provenance and does not change the profile.
+
 Every error is one line naming the file, the field and what was expected.
 """
 
@@ -39,7 +42,7 @@ from replay.sim.step_table import StepTable, TableError
 
 # SimProfile fields a file may set, by the kind of value each takes
 _TYPES = {f.name: str(f.type) for f in dataclasses.fields(SimProfile) if f.name != "step_table"}
-_KEYS = (*_TYPES, "base", "steps")
+_KEYS = (*_TYPES, "base", "steps", "probe")
 
 
 class ProfileFileError(ValueError):
@@ -51,6 +54,8 @@ def load_profile_file(path: str | Path, base: str = "default") -> SimProfile:
     path = Path(path)
     data = _read(path)
     where = str(path)
+    if not isinstance(data.pop("probe", {}), dict):  # what `replay probe` fitted it from: provenance only
+        raise ProfileFileError(f"{where}: probe: expected a table (the provenance `replay probe` writes)")
     base_name = data.pop("base", base)
     if not isinstance(base_name, str) or base_name not in PROFILES:
         raise ProfileFileError(f"{where}: base: expected one of {', '.join(PROFILES)}; got {base_name!r}")
@@ -98,7 +103,9 @@ def _read(path: Path) -> dict[str, Any]:
         if key not in _KEYS:
             close = difflib.get_close_matches(key, _KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ProfileFileError(f"{path}: {key}: unknown field{hint}; expected a SimProfile field, base or steps")
+            raise ProfileFileError(
+                f"{path}: {key}: unknown field{hint}; expected a SimProfile field, base, steps or probe"
+            )
     return data
 
 

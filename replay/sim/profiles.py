@@ -4,7 +4,7 @@ A profile states the hardware (GPU count, HBM bandwidth and size, FLOP/s), the m
 read per step, active parameters, KV bytes per token, MoE routing) and the engine settings (running
 sequence cap, chunked-prefill token budget, block size), and the engine's timing follows from them:
 
-    t_step = max(compute, memory) + overhead
+    t_step = max(compute, memory) + overhead (+ seq_overhead × decoding sequences, 0 in every shipped profile)
     memory  = (weight bytes read + KV tokens read × kv_bytes_per_token) / (bandwidth × gpus × mem_efficiency)
     compute = (2 × active_params × tokens + attn_flops_per_ctx_token × Σ context attended) / (flops × gpus × mfu)
 
@@ -48,6 +48,7 @@ class SimProfile:
     mfu: float = 0.4  # achieved share of peak FLOP/s in the weight GEMMs (prefill)
     attn_mfu: float = 0.0  # achieved share of peak FLOP/s in prefill attention (0: the same as mfu)
     step_overhead_s: float = 0.0  # per engine step: scheduler, kernel launches, collectives
+    seq_overhead_s: float = 0.0  # per decoding sequence per step, outside the roofline (sampling, CPU-side work)
     # model
     weight_bytes: float = 0.0  # all weights held in memory (all GPUs together)
     dense_weight_bytes: float = 0.0  # weights every step reads whatever the routing (= weight_bytes if dense)
@@ -137,7 +138,7 @@ class SimProfile:
         if self.step_table is not None:
             t = self.step_table.seconds(shape)
         else:
-            t = self.step_time(shape.tokens, shape.kv_read, shape.attn_pairs)
+            t = self.step_time(shape.tokens, shape.kv_read, shape.attn_pairs) + self.seq_overhead_s * shape.decodes
         if shape.prefill_tokens == 0 and self.decode_speedup != 1.0:
             t /= self.decode_factor(uptime_s)
         return t
@@ -348,7 +349,7 @@ def check_profile(p: SimProfile) -> None:
             raise ValueError(f"profile {p.name!r}: {field} must be a positive number")
     if not (p.decode_speedup > 0 and math.isfinite(p.decode_speedup)):
         raise ValueError(f"profile {p.name!r}: decode_speedup must be a positive number")
-    for field in ("attn_mfu", "speedup_after_s", "speedup_ramp_s"):
+    for field in ("attn_mfu", "speedup_after_s", "speedup_ramp_s", "seq_overhead_s", "step_overhead_s"):
         value = getattr(p, field)
         if not (value >= 0 and math.isfinite(value)):
             raise ValueError(f"profile {p.name!r}: {field} must be a number >= 0")
