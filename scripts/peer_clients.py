@@ -64,6 +64,7 @@ class Ctx:
     tokenizer: Path
     pip_args: tuple[str, ...] = ()
     python312: str | None = None
+    replay_args: tuple[str, ...] = ()  # e.g. --no-salt-tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ def replay_launch(ctx: Ctx, cell: Cell, work: Path) -> Launch:
     traj.write_text(json.dumps(header) + "\n" + json.dumps(turn) + "\n")
     argv = [sys.executable, "-m", "replay", "run", str(traj), "--host", ctx.base_url + "/v1", "--model", "stub"]
     argv += ["-c", str(cell.streams), "--tasks", str(cell.requests), "--tool-time", "none"]
-    argv += ["--out", str(work / "run.jsonl"), "--json", "-q"]
+    argv += ["--out", str(work / "run.jsonl"), "--json", "-q", *ctx.replay_args]
     return Launch(argv, clean_env())
 
 
