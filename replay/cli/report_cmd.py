@@ -29,7 +29,17 @@ import click
     help="Also write requests.csv (one row per call) and summary.csv (one row per figure) into this directory.",
 )
 def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str | None, csv_dir: str | None) -> None:
-    """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any)."""
+    """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any).
+
+    RUN_FILE may also be a study's index (sweep.json, capacity.json, compare.json): its figures are rebuilt from
+    the run files it names.
+    """
+    from replay.jobs.study_files import index_format
+
+    if fmt := index_format(run_file):  # a sweep's, a capacity search's or a comparison's index
+        from replay.cli.study_report import report_index
+
+        return report_index(run_file, fmt, as_json, html_path, csv_dir)
     from replay.results.metrics import summarize
     from replay.results.plots import PlotsUnavailable, require_matplotlib
     from replay.results.recorded_timeline import recorded_timeline

@@ -7,12 +7,13 @@ from typing import Any
 
 import click
 
-from replay.cli import run_options
+from replay.cli import run_options, study_options
 
 
 @click.command()
 @click.argument("trajectories", nargs=-1, type=click.Path())
 @run_options.apply(run_options.HOST, run_options.LOAD, run_options.REQUEST, run_options.SIM)
+@run_options.apply(study_options.HARDWARE, study_options.SIDE_BY_SIDE)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -26,6 +27,10 @@ def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bo
     from replay.results.text_report import to_json, to_text
     from replay.workload.trajectory import TrajectoryError
 
+    if len(run_options.host_values(opts)) > 1:  # hosts side by side: replay.cli.hosts_run
+        from replay.cli.hosts_run import run_hosts
+
+        return run_hosts(trajectories, out, as_json, quiet, opts)
     spec = run_options.spec_from(opts, trajectories, out)
     spec.progress = not quiet
     concurrency = opts["concurrency"]
