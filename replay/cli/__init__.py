@@ -1,4 +1,4 @@
-"""Command line: ``replay run | report | sweep | capacity | compare | sim | import | inspect | synth``, one
+"""Command line: ``replay run | report | sweep | capacity | compare | claims | sim | import | inspect | synth``, one
 module per command family."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import click
 
 from replay import __version__
 from replay.cli.capacity_cmd import capacity
+from replay.cli.claims_cmd import claims
 from replay.cli.compare_cmd import compare
 from replay.cli.report_cmd import report
 from replay.cli.run_cmd import run
@@ -37,5 +38,5 @@ def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
 
 
-for command in (run, report, sweep, capacity, compare, sim, import_cmd, inspect_cmd, synth):
+for command in (run, report, sweep, capacity, compare, claims, sim, import_cmd, inspect_cmd, synth):
     main.add_command(command)
