@@ -133,3 +133,16 @@ def test_levels_and_hosts_are_read_as_documented():
     assert resolve_host(None, "fast") == (None, "fast")
     assert resolve_host("sim:moe-8gpu", "fast") == (None, "moe-8gpu")
     assert resolve_host("http://127.0.0.1:8000/v1", "fast") == ("http://127.0.0.1:8000/v1", "fast")
+
+
+def test_two_hosts_swept_side_by_side_and_rebuilt(small_sweep, tmp_path):
+    tmp, _ = small_sweep
+    args = ["sweep", str(tmp / "w.jsonl"), "-c", "1,2", "--window", "0.6", "--warmup", "0.3", "--host", "sim:fast"]
+    doc = _invoke([*args, "--host", "sim:default", "--out", str(tmp_path), "--json", "-q"])
+    assert doc["kind"] == "host sweeps" and [s["host"] for s in doc["sweeps"]] == ["sim:fast", "sim:default"]
+    (pair,) = doc["comparisons"]
+    assert [lv["concurrency"] for lv in pair["levels"]] == [1, 2]
+    for name in ("1-sim-fast", "2-sim-default"):
+        assert (tmp_path / name / "sweep.json").exists() and (tmp_path / name / "c2.jsonl").exists()
+    rebuilt = _invoke(["report", str(tmp_path / "compare.json"), "--json"])
+    assert rebuilt["comparisons"][0]["levels"] == pair["levels"]

@@ -22,8 +22,8 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
     targets = study_options.targets(opts, trajectories)
     base = Path(out) if out else default_out_path()
     paths = [base.with_name(f"{base.stem}.{slug(t.label, i)}.jsonl") for i, t in enumerate(targets)]
-    for t, p in zip(targets, paths, strict=True):
-        t.spec.out, t.spec.progress = str(p), not quiet
+    for t, p in zip(targets, paths, strict=True):  # each host's truth log (a sim's) beside its own run file
+        t.spec.out, t.spec.progress, t.spec.sim_truth_log = str(p), not quiet, None
     at_once = opts["hosts_at_once"]
     if not quiet:
         click.echo(f"replay: {opts['concurrency']} sessions against {len(targets)} hosts, "

@@ -42,6 +42,8 @@ def report_index(path: str, fmt: str, as_json: bool, html_path: str | None, csv_
         from replay.results.study_csv import write_levels_csv
 
         click.echo(f"wrote {write_levels_csv(doc, Path(csv_dir) / 'levels.csv')}", err=True)
+    elif csv_dir:
+        click.echo("--csv: a sweep's levels only; for a run's calls, replay report RUN_FILE --csv DIR", err=True)
     if html_path:
         Path(html_path).write_text(page(doc, fmt, sweep_levels), encoding="utf-8")
         click.echo(f"wrote {html_path}", err=True)

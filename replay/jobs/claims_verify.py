@@ -168,7 +168,20 @@ def verify(
         levels[c] = runner(c, 1)
         if on_level:
             on_level(levels[c])
+    if facts.model is None and facts.description is None:  # a real host: the model it served, as the runs recorded
+        facts.model = _served_model(levels)
     return [_claim_row(cl, levels, facts, defaults) for cl in claims], levels
+
+
+def _served_model(levels: dict[int, Level]) -> str | None:
+    """The model named in the first run file's header (what --model said, or what the host listed)."""
+    import orjson
+
+    for lv in levels.values():
+        if lv.run:
+            with open(lv.run, "rb") as f:
+                return (orjson.loads(f.readline()).get("host") or {}).get("model")
+    return None
 
 
 def report(file: str, facts: HostFacts, mode: str, rows: list[dict[str, Any]], levels: dict[int, Level]) -> dict:

@@ -20,6 +20,7 @@ from replay.jobs.compare import COMPARE_FORMAT, Side, compare_runs, compare_swee
 from replay.jobs.hardware import Hardware
 
 T = TypeVar("T")
+S = TypeVar("S")
 ONE_AFTER_ANOTHER = "one after the other"
 AT_ONCE = "at once (concurrently, sharing the client's CPU: each host's figures may understate it)"
 
@@ -40,12 +41,12 @@ def slug(label: str, i: int) -> str:
     return f"{i + 1}-{bare or 'host'}"
 
 
-def run_all(targets: list[Target], job: Callable[[Target], T], at_once: bool) -> list[T]:
-    """``job`` for every target, one after the other or all at once (results in the targets' order)."""
+def run_all(items: list[S], job: Callable[[S], T], at_once: bool) -> list[T]:
+    """``job`` for every host's item, one after the other or all at once (results in the items' order)."""
     if not at_once:
-        return [job(t) for t in targets]
-    with ThreadPoolExecutor(max_workers=len(targets), thread_name_prefix="host") as pool:
-        return list(pool.map(job, targets))
+        return [job(t) for t in items]
+    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="host") as pool:
+        return list(pool.map(job, items))
 
 
 def hosts_runs(sides: list[Side], mode: str) -> dict[str, Any]:

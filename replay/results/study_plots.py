@@ -18,7 +18,7 @@ from replay.results.plots import styled
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 CURVES = (
-    ("Throughput", "tokens/s", (("throughput.total_tps", "total"), ("throughput.output_tps", "output"))),
+    ("Throughput", "total tokens/s", (("throughput.total_tps", "total"), ("throughput.output_tps", "output"))),
     ("Time to first token", "seconds",
      (("ttft_s.p50", "TTFT p50"), ("ttft_s.p95", "TTFT p95"), ("ttfat_s.p50", "answer p50"))),
     ("Per-user decode speed", "tokens/s", (("user_decode_tps.p25", "p25"), ("user_decode_tps.p50", "p50"))),
@@ -71,9 +71,18 @@ def sweep_curves(rows: Sequence[dict[str, Any]], knee: int | None) -> Any:
         drawn: list[float] = []
         for i, (key, label) in enumerate(series):
             ys = _series(rows, key)
-            if not all(np.isnan(ys)):
-                ax.plot(levels, ys, marker="o", markersize=3.5, color=COLOURS[i], label=label)
-                drawn += ys
+            if all(np.isnan(ys)):
+                continue
+            if key == "throughput.output_tps":  # a small share of the total: its own axis, on the right
+                twin = ax.twinx()
+                twin.plot(levels, ys, marker="s", markersize=3.5, color=COLOURS[i], label=f"{label} (right)")
+                twin.set_ylabel("output tokens/s", color=COLOURS[i])
+                twin.set_ylim(bottom=0)
+                twin.grid(False)
+                twin.legend(fontsize=7.5, loc="lower right")
+                continue
+            ax.plot(levels, ys, marker="o", markersize=3.5, color=COLOURS[i], label=label)
+            drawn += ys
         if knee is not None:
             ax.axvline(knee, color="#555555", linestyle="--", linewidth=0.9, label=f"knee ({knee})")
         ax.set_title(title)

@@ -86,9 +86,10 @@ def frontier_section(sw: dict[str, Any]) -> Section:
     ]
     words = (
         f"Levels no other level beats on both per-user decode speed (p25) and total tokens/s per {per}"
-        f" ({sw['hardware'].get('gpus') or 'GPU count unknown'} GPUs): the settings worth choosing from."
+        f" (GPUs: {sw['hardware'].get('gpus') or 'unknown'}): the settings worth choosing from."
     )
-    body = paragraph(text(words)) + table(["sessions", "decode p25", f"total tok/s per {per}", "output tok/s"], rows)
+    headers = ["sessions", "decode p25", f"total tok/s per {per}", f"output tok/s per {per}"]
+    body = paragraph(text(words)) + table(headers, rows)
     if points:
         body += figure(
             study_plots.frontier(points, sw["frontier"], per), "Grey: every level; blue: the frontier.", "frontier"
