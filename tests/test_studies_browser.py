@@ -30,14 +30,17 @@ def pages(tmp_path_factory) -> dict[str, tuple[Path, int]]:
     work = tmp / "w.jsonl"
     for i in range(4):
         write_trajectory(work, f"w{i}", simple_turns(4, output_tokens=16, tool_time_s=0.02))
-    common = ["--window", "1", "--warmup", "0.5", "-q"]
-    _ok(["sweep", str(work), "-c", "1,2", "--sim-profile", "fast", "--out", str(tmp / "a"), *common,
+    virtual = ["--virtual", "--window", "30", "--warmup", "10", "-q"]  # the engine alone: pages in a second
+    _ok(["sweep", "-c", "1..8", "--sim-profile", "overloaded", *virtual, "--out", str(tmp / "a"),
          "--html", str(tmp / "sweep.html")])  # fmt: skip
-    _ok(["sweep", str(work), "-c", "1,2", "--sim-profile", "default", "--out", str(tmp / "b"), *common])
+    _ok(["sweep", "-c", "1..8", "--sim-profile", "h100-8b", *virtual, "--out", str(tmp / "b")])
     _ok(["compare", str(tmp / "a" / "sweep.json"), str(tmp / "b" / "sweep.json"), "--html", str(tmp / "sweeps.html")])
-    _ok(["compare", str(tmp / "a" / "c2.jsonl"), str(tmp / "b" / "c2.jsonl"), "--html", str(tmp / "runs.html")])
-    _ok(["capacity", "--sim-profile", "overloaded", "--virtual", "--slo", "ttft_p95<=2s", "--max", "16",
-         "--power-kw", "0.7", "--out", str(tmp / "cap"), "--html", str(tmp / "capacity.html"), "-q"])  # fmt: skip
+    real = ["-c", "2", "--duration", "1.5", "--warmup", "0.5", "-q"]  # the runs page needs records (its noise)
+    _ok(["run", str(work), "--host", "sim:fast", "--host", "sim:default", *real, "--out", str(tmp / "r.jsonl")])
+    _ok(["compare", str(tmp / "r.1-sim-fast.jsonl"), str(tmp / "r.2-sim-default.jsonl"), "--html",
+         str(tmp / "runs.html")])  # fmt: skip
+    _ok(["capacity", "--sim-profile", "overloaded", "--slo", "ttft_p95<=2s", "--max", "16", *virtual,
+         "--power-kw", "0.7", "--out", str(tmp / "cap"), "--html", str(tmp / "capacity.html")])  # fmt: skip
     return {
         "sweep": (tmp / "sweep.html", 2),  # curves, frontier
         "sweeps": (tmp / "sweeps.html", 1),  # the two sweeps' curves overlaid

@@ -4,7 +4,7 @@ Two rules, each stated in the output:
 
 - **growth** (default, ``growth:10%``): the smallest level from which no higher level gains at least the stated
   fraction of total throughput per doubling of sessions. Level j counts as still growing from level i when
-  ``T_j ≥ T_i × (1 + f) ^ log2(c_j / c_i)``: 10 % per doubling is 10 % from 8 to 16 sessions, about 4 % from 8 to
+  ``T_j ≥ T_i × (1 + f) ^ log2(c_j / c_i)``: 10 % per doubling is 10 % from 8 to 16 sessions, about 3 % from 8 to
   10. Comparing each level with every higher one (not only its neighbour) keeps one noisy dip from passing for
   a knee. With no such level below the top one, throughput is still growing and there is no knee in the sweep.
 - **slo** (``--knee slo``): the last level before the first that breaks the ``--slo`` thresholds
