@@ -1,6 +1,6 @@
 """``python -m replay`` is the same as the ``replay`` console script."""
 
-from replay.cli import main
+from replay.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from replay.jobs.rebuild import rebuild_run
 from replay.jobs.single_run import RunResult, RunSpec, execute
-from replay.results.metrics import summarize as _summarize
-from replay.results.records import RunData, read_run
-from replay.results.truth_compare import compare, find_truth_log, load_truth
+from replay.results.records import RunData
+from replay.results.run_reader import read_run
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
@@ -52,9 +52,4 @@ def read(run_file: str | Path) -> RunData:
 
 def summarize(run_file: str | Path, truth: str | Path | None = None) -> Summary:
     """Every figure of a run, rebuilt from its run file (and the simulated host's truth log, when there is one)."""
-    data = read_run(run_file)
-    summary = _summarize(data)
-    truth_path = truth or find_truth_log(run_file, data.header)
-    if truth_path:
-        summary["truth"] = compare(data.requests, load_truth(truth_path))
-    return summary
+    return rebuild_run(run_file, truth).summary

@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -133,16 +134,31 @@ def _lock(name: str) -> Iterator[None]:
 
 
 def _run(cmd: list[str], logfile: Path, timeout: float, cwd: Path | None = None) -> None:
-    """Run a build step with its output appended to ``logfile``; a failure names the log and shows its tail."""
+    """Run a build step with its output appended to ``logfile``, saying every 30 s how far it got (cmake's
+    ``[ 45%]`` lines); a failure names the log and shows its tail."""
+    deadline = time.monotonic() + timeout
+    t0 = last = time.monotonic()
+    percent = None
     with open(logfile, "ab") as out:
         out.write(f"\n$ {' '.join(cmd)}\n".encode())
         out.flush()
         try:
-            proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            raise EngineError(f"{cmd[0]} timed out after {timeout:.0f}s; log: {logfile}") from None
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         except FileNotFoundError:
             raise EngineError(f"{cmd[0]} not found (needed to build llama-server)") from None
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            if (m := re.match(rb"\[\s*(\d+)%\]", line)) is not None:
+                percent = int(m.group(1))
+            now = time.monotonic()
+            if now > deadline:
+                proc.kill()
+                raise EngineError(f"{cmd[0]} timed out after {timeout:.0f}s; log: {logfile}")
+            if now - last >= 30:
+                last = now
+                log(f"  ... {percent if percent is not None else '?'}% after {now - t0:.0f} s")
+        proc.wait()
     if proc.returncode != 0:
         tail = logfile.read_text(errors="replace").splitlines()[-25:]
         raise EngineError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode}); log: {logfile}\n" + "\n".join(tail))

@@ -20,7 +20,7 @@ import orjson
 
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 from replay.results.truth_compare import compare, load_truth
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy

@@ -15,7 +15,7 @@ from replay.cli import main
 from replay.jobs.compare import compare_runs, side_from_file
 from replay.results.bootstrap import _draw_counts, _weighted_percentile, bootstrap
 from replay.results.level_figures import FIGURES, value
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 
 
 @pytest.fixture(scope="module")

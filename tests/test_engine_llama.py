@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,7 +34,8 @@ import pytest
 from conftest import write_trajectory
 
 from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import RequestRecord, read_run
+from replay.results.records import RequestRecord
+from replay.results.run_reader import read_run
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy
 
@@ -101,29 +103,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _engine_paths(tmp: Path) -> dict[str, Any]:
+def _engine_paths(tmp: Path, config: pytest.Config) -> dict[str, Any]:
+    """Build (first time: about 12 minutes on 2 cores) or find llama-server and the tiny model; the build's
+    progress lines go straight to the terminal, past pytest's capture, so a first run is never silent."""
     if os.environ.get("REPLAY_SKIP_ENGINE"):
         _loud_skip("REPLAY_SKIP_ENGINE is set")
     err = tmp / "real_engine.stderr"
-    try:
-        with open(err, "wb") as errf:
-            proc = subprocess.run(
-                [sys.executable, str(SCRIPT), "--json"],
-                stdout=subprocess.PIPE,
-                stderr=errf,
-                timeout=ENGINE_TIMEOUT_S,
-                check=False,
-            )
-    except subprocess.TimeoutExpired:
-        _loud_skip(f"building the engine took over {ENGINE_TIMEOUT_S}s (see {err})")
+    capture = config.pluginmanager.getplugin("capturemanager")
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: list[bytes] = []
+
+    def forward() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if capture is not None:
+                with capture.global_and_fixture_disabled():
+                    sys.stderr.write("\n  " + line.decode(errors="replace").rstrip())
+                    sys.stderr.flush()
+
+    reader = threading.Thread(target=forward, daemon=True)
+    reader.start()
+    timer = threading.Timer(ENGINE_TIMEOUT_S, proc.kill)  # a hung build must not hang the suite
+    timer.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    proc.wait()
+    timer.cancel()
+    reader.join(10)
+    if proc.returncode == -signal.SIGKILL:
+        _loud_skip(f"building the engine took over {ENGINE_TIMEOUT_S}s")
+    err.write_bytes(b"".join(lines))
     tail = "\n".join(err.read_text(errors="replace").splitlines()[-20:])
     if proc.returncode == 2:  # the script's "cannot make the engine here"
         _loud_skip(f"scripts/real_engine.py could not build llama-server or the model:\n{tail}")
     if proc.returncode != 0:
         pytest.fail(f"scripts/real_engine.py failed ({proc.returncode}):\n{tail}")
-    if tail.strip():
-        print(f"\n{tail}", file=sys.stderr)
-    return json.loads(proc.stdout)
+    return json.loads(out)
 
 
 def _start(paths: dict[str, Any], log: Path) -> Engine:
@@ -165,9 +181,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> Iterator[Engine]:
+def engine(tmp_path_factory, pytestconfig) -> Iterator[Engine]:
     tmp = tmp_path_factory.mktemp("engine")
-    paths = _engine_paths(tmp)
+    paths = _engine_paths(tmp, pytestconfig)
     eng = _start(paths, tmp / "llama-server.log")
     try:
         slots = json.loads(eng.get("/slots"))

@@ -97,3 +97,56 @@ def _check(api: str, reads: list[bytes]) -> None:
             for n in (state.usage.prompt, state.usage.cached, state.usage.output):
                 assert n is None or (isinstance(n, int) and 0 <= n < 2**31)
         json.dumps(state.chunks)  # figures a record can hold
+
+
+def _templates(api: str) -> list[tuple[object, str | None]]:
+    """Plausible events of each flavour: token deltas, a usage report, the end."""
+    if api in ("chat", "completions"):
+        key = {"delta": {"content": "x"}} if api == "chat" else {"text": "x"}
+        usage = {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3}}
+        return [({"choices": [{"index": 0, **key, "finish_reason": None}]}, None), (usage, None)]
+    if api == "responses":
+        delta = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "delta": "x"}
+        done = {"type": "response.completed", "response": {"id": "r", "usage": {"input_tokens": 9, "output_tokens": 3}}}
+        return [(delta, "response.output_text.delta"), (done, "response.completed")]
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}
+    start = {"type": "message_start", "message": {"id": "m", "usage": {"input_tokens": 9, "output_tokens": 1}}}
+    return [(start, "message_start"), (delta, "content_block_delta"), ({"type": "message_stop"}, "message_stop")]
+
+
+def _mutate(obj: object, path: list[int], value: object) -> object:
+    """``obj`` with the node that ``path`` picks (indices into each level's keys or items) replaced by ``value``."""
+    if not path or not isinstance(obj, dict | list) or not obj:
+        return value
+    if isinstance(obj, dict):
+        keys = list(obj)
+        k = keys[path[0] % len(keys)]
+        return {**obj, k: _mutate(obj[k], path[1:], value)}
+    i = path[0] % len(obj)
+    return [*obj[:i], _mutate(obj[i], path[1:], value), *obj[i + 1 :]]
+
+
+@given(
+    api=st.sampled_from(sorted(FLAVOURS)),
+    picks=st.lists(st.integers(0, 2), min_size=1, max_size=12),
+    mutations=st.lists(st.tuples(st.integers(0, 11), st.lists(st.integers(0, 5), max_size=4), values), max_size=3),
+    cuts=st.lists(st.integers(min_value=1, max_value=2000), max_size=6),
+)
+def test_the_fast_paths_read_any_stream_exactly_as_decoding_every_event_does(api, picks, mutations, cuts) -> None:
+    """The byte-count paths may only decline to decide; they must never decide differently from a full decode."""
+    templates = _templates(api)
+    events = [templates[p % len(templates)] for p in picks]
+    for index, path, value in mutations:
+        obj, name = events[index % len(events)]
+        events[index % len(events)] = (_mutate(obj, path, value), name)
+    data = b"".join(encode(obj, name) for obj, name in events) + (b"data: [DONE]\n\n" if api in ("chat", "completions")
+                                                                 else b"")  # fmt: skip
+    reads = _cut(data, cuts)
+    flavour = FLAVOURS[api](RequestOptions(model="m"))
+    times = [float(i + 1) for i in range(len(reads))]
+    fast = interpret(flavour, reads, times, 0.0)
+    slow = interpret(flavour, reads, times, 0.0, collect=True)
+    assert (fast.events, fast.first_token, fast.first_answer, fast.last_token, fast.chunks) == (
+        slow.events, slow.first_token, slow.first_answer, slow.last_token, slow.chunks)  # fmt: skip
+    assert (fast.malformed is None, fast.error, fast.ended, fast.usage) == (
+        slow.malformed is None, slow.error, slow.ended, slow.usage)  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import simple_turns, write_trajectory
 
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 
 
 def _request_lines(path: Path) -> int:
@@ -38,7 +38,8 @@ def test_sigint_leaves_every_finished_request_and_a_footer(tmp_path: Path) -> No
     assert b"every finished request is in the run file" in err
     run = read_run(out)
     assert run.skipped_lines == 0
-    assert run.footer is not None and run.footer["stop_reason"] == "interrupted"
+    assert run.footer is not None and run.footer["stop_reason"] == "interrupted (SIGINT)"
+    assert run.footer["signal"] == "SIGINT"
     assert len(run.requests) >= 8
     finished = [r for r in run.requests if r.error is None]
     assert len(finished) >= 8 and all(r.output_tokens == r.max_tokens for r in finished)

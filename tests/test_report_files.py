@@ -14,7 +14,7 @@ from report_runs import recorded_run
 
 from replay.cli import main
 from replay.results.csv_export import REQUEST_COLUMNS
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 
 SECTIONS = ("headline", "latency", "throughput", "cache", "tasks", "client", "truth", "distributions", "over-time",
             "sessions", "by-context", "by-turn", "recorded")  # fmt: skip

@@ -13,9 +13,10 @@ from conftest import simple_turns, write_trajectory
 from replay.cli import main
 from replay.jobs.single_run import RunSpec, execute
 from replay.results.metrics import steady_window, summarize
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 from replay.results.text_report import to_json
 from replay.results.truth_compare import client_token_times, host_token_times
+from replay.results.verdict import judge
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy
 
@@ -106,7 +107,7 @@ def test_report_from_the_file_equals_the_live_summary(sim_run) -> None:
     result, run, _ = sim_run
     live = dict(result.summary)
     truth_part = live.pop("truth")  # the comparison with the sim's truth log, which the run file names
-    assert summarize(run) == live
+    assert judge(summarize(run), run.header, run.footer) == live  # the verdict comes from the file alone too
     assert truth_part["matched"] == truth_part["aligned"] == len(run.requests)
     out = CliRunner().invoke(main, ["report", str(result.path), "--json"])
     assert out.exit_code == 0, out.output
@@ -208,8 +209,9 @@ def test_run_with_simulated_faults_counts_them_exactly(tmp_path: Path) -> None:
          "--sim-faults", "429:0.15,500:0.1,drop:0.1", "--sim-fault-seed", "3", "--sim-truth-log", str(truth_path),
          "--out", str(out), "--json", "-q"],
     )  # fmt: skip
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 2, res.output  # more than 10 % of calls failed: the default limit
     summary = orjson.loads(res.output)
+    assert summary["verdict"]["exit_code"] == 2 and "10%" in summary["verdict"]["reasons"][0]
     faults: dict[str, int] = {}
     for t in _truth(truth_path).values():
         if t.get("fault"):
@@ -247,10 +249,12 @@ def test_rate_limit_spaces_call_starts_across_sessions(tmp_path: Path) -> None:
         load=LoadConfig(concurrency=2, tool_time=ToolTimePolicy.parse("none"), rate_limit=(2, 0.4)),
     )  # fmt: skip
     run = read_run(execute(spec).path)
-    sent = sorted(r.t_sent for r in run.requests)
-    assert len(sent) == 6 and all(r.error is None for r in run.requests)
+    started = sorted(r.t_call for r in run.requests)
+    assert len(started) == 6 and all(r.error is None for r in run.requests)
     # a sliding window of 2 calls per 0.4 s: call k+2 starts at least 0.4 s after call k
-    assert all(b - a >= 0.4 for a, b in zip(sent, sent[2:], strict=False))
+    assert all(b - a >= 0.4 for a, b in zip(started, started[2:], strict=False))
+    assert sum(r.throttle_s for r in run.requests) >= 0.8  # calls 3-6 waited: throttled time, not model time
+    assert all(r.t_call <= r.t_sent for r in run.requests)
     assert read_run(tmp_path / "run.jsonl").header["load"]["rate_limit"] == [2, 0.4]
 
 
@@ -258,7 +262,7 @@ def test_report_finds_the_truth_log_beside_the_run_file_or_as_told(sim_run, tmp_
     result, _, _ = sim_run
     text = CliRunner().invoke(main, ["report", str(result.path)])
     assert text.exit_code == 0, text.output
-    assert "Against the host's truth log (24 of 24 requests matched" in text.output
+    assert "Against the host's truth log (24 of 24 calls matched" in text.output
     truth = Path(result.header["simulated_truth_log"])
     moved = tmp_path / "moved.jsonl"  # the run file moved away, and the truth log where it named gone
     moved.write_bytes(result.path.read_bytes().replace(str(truth).encode(), b"/gone/" + truth.name.encode(), 1))
@@ -266,9 +270,9 @@ def test_report_finds_the_truth_log_beside_the_run_file_or_as_told(sim_run, tmp_
     assert alone.exit_code == 0 and "truth log" not in alone.output
     (tmp_path / truth.name).write_bytes(truth.read_bytes())  # moved along with it: found beside the run file
     beside = CliRunner().invoke(main, ["report", str(moved)])
-    assert beside.exit_code == 0 and "24 of 24 requests matched" in beside.output
+    assert beside.exit_code == 0 and "24 of 24 calls matched" in beside.output
     told = CliRunner().invoke(main, ["report", str(moved), "--truth", str(truth)])
-    assert told.exit_code == 0 and "24 of 24 requests matched" in told.output
+    assert told.exit_code == 0 and "24 of 24 calls matched" in told.output
     bad = tmp_path / "bad-truth.jsonl"
     bad.write_bytes(b'{"request_id": "a"}\nnot json\n{"request_id": "b"}\n')
     broken = CliRunner().invoke(main, ["report", str(moved), "--truth", str(bad)])

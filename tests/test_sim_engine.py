@@ -7,8 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from replay.sim.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine
+from replay.sim.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine, step_shape
 from replay.sim.profiles import GB, PROFILES, SimProfile, get_profile
+from replay.sim.step_table import StepShape
 
 FAST = get_profile("fast")
 
@@ -48,10 +49,10 @@ def test_profiles_are_named_and_unknown_names_are_listed():
 def test_default_profile_keeps_its_published_figures():
     one = get_profile("h100-8b")
     assert one.decode_tps(1) == pytest.approx(150, rel=0.03)
-    assert one.prefill_tps(0) == pytest.approx(20_000, rel=0.1)  # an 8k-token prompt
+    assert one.prefill_tps(0) == pytest.approx(41_000, rel=0.1)  # an 8k-token prompt (aiconfigurator's figure)
     p = get_profile("default")  # the same model on two GPUs (TP2)
     assert p.decode_tps(1) == pytest.approx(220, rel=0.03)
-    assert p.prefill_tps(0) == pytest.approx(2 * one.prefill_tps(0), rel=0.05)
+    assert p.prefill_tps(0) == pytest.approx(1.7 * one.prefill_tps(0), rel=0.05)  # TP2's all-reduces cost
     assert p.kv_budget_tokens > 2 * one.kv_budget_tokens
     speeds = [p.decode_tps(n, 4000) for n in (1, 4, 16, 64)]
     assert speeds == sorted(speeds, reverse=True) and speeds[-1] < speeds[0] / 2  # decode slows with concurrency
@@ -71,6 +72,26 @@ def test_step_time_is_the_roofline_of_the_physical_inputs():
     assert p.step_time(100, 3000, 5000) == pytest.approx(max(memory, compute) + 0.001)
     assert p.step_time(5000, 3000, 1e7) > p.step_time(1, 3000, 1e7)  # compute bound when prefilling
     assert p.kv_budget_tokens == 10_000
+    # attention at its own efficiency when the profile gives one (0: the GEMMs' mfu)
+    split = dataclasses.replace(p, attn_mfu=0.25)
+    compute = 2 * 5e9 * 100 / (1e14 * 2 * 0.5) + 1e6 * 5000 / (1e14 * 2 * 0.25)
+    assert split.step_time(100, 3000, 5000) == pytest.approx(max(memory, compute) + 0.001)
+
+
+def test_step_shape_tells_decodes_from_prefill_chunks():
+    """The engine hands the profile the step's shape: the roofline needs its totals, a step table and
+    the decode speed-up need to know which tokens are decodes and which prefill chunks."""
+    core = EngineCore(dataclasses.replace(FAST, max_num_batched_tokens=1000))
+    a = submit(core, 100, 50, seed=1)
+    core.complete(step := core.schedule(0.0), t := step.duration)  # a prefilled in one step
+    b = submit(core, 2500, 5, seed=2, t=t)
+    shape = step_shape(core.schedule(t).items)  # a decodes its 2nd token; b's first chunk of 999
+    assert (shape.decodes, shape.decode_context, shape.prefill_tokens, shape.prefill_context) == (1, 101, 999, 0)
+    assert (shape.tokens, shape.kv_read) == (1000, 101 + 999)
+    assert shape.attn_pairs == pytest.approx(101 + 999 * 1000 / 2)
+    assert a.num_computed == 100 and b.num_computed == 0
+    alone = StepShape.decode(1, 101)
+    assert FAST.step_seconds(shape) > FAST.step_seconds(alone) == FAST.step_time(1, 101, 101)
 
 
 def test_moe_reads_more_experts_as_the_batch_grows():

@@ -17,7 +17,7 @@ from conftest import simple_turns, write_trajectory
 
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 from replay.results.truth_compare import client_token_times, compare, host_token_times, load_truth
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy

@@ -23,10 +23,15 @@ def test_overloaded_knee_is_where_the_kv_budget_puts_it(workload):
     total = {c: r["throughput"]["total_tps"] for c, r in curve.items()}
     peak = max(total, key=total.__getitem__)
     assert abs(peak - predicted_knee) <= 1, total
-    assert total[8] < 0.75 * total[peak]  # collapse, not a plateau
+    # Collapse, not a plateau: past the knee throughput falls (by ~20 % at 8 sessions: the thrashing host
+    # re-prefills at ~41k tok/s, the rate aiconfigurator's kernels give this GPU), while the same GPU
+    # with its whole memory (h100-8b) keeps rising, to more than twice as much at 8 sessions.
+    assert total[8] < 0.85 * total[peak]
+    roomy = simulate(get_profile("h100-8b"), workload, 8, 120, 30)["throughput"]["total_tps"]
+    assert total[8] < 0.5 * roomy
     # what collapses it: the prefix cache thrashes and the engine preempts and recomputes
     assert curve[8]["cache"]["host_hit_ratio"] < 0.3 < 0.7 < curve[2]["cache"]["host_hit_ratio"]
-    assert curve[8]["engine"]["preemptions"] > 10 * max(curve[peak]["engine"]["preemptions"], 1)
+    assert curve[8]["engine"]["preemptions"] > 5 * max(curve[peak]["engine"]["preemptions"], 1)
     assert curve[8]["ttft_s"]["p50"] > 10 * curve[peak]["ttft_s"]["p50"]
 
 

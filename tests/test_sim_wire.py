@@ -3,16 +3,17 @@
 import orjson
 import pytest
 
+from replay.sim.exchange import Timings
 from replay.sim.wire import (
     DONE,
     ChatStream,
     CompletionStream,
     Counts,
-    MessagesStream,
     completion_body,
     piece_text,
     usage,
 )
+from replay.sim.wire_messages import MessagesStream
 from replay.workload.tokens import count_tokens
 
 
@@ -48,17 +49,19 @@ def test_token_events_split_reasoning_then_content(start, count, reasoning):
 
 
 def test_role_and_closing_events():
-    stream = ChatStream("id", "m", 1)
-    (role,) = events(stream.role())
+    stream = ChatStream("id", "m", 1, include_usage=True)
+    (role,) = events(stream.opening(Counts(10, 4, 0, 0)))
     assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
-    closing = stream.finish(usage(10, 4, 3, 1))
+    closing = stream.closing(Counts(10, 4, 3, 1), "length", Timings())
     assert closing.endswith(DONE)
     finish, usage_chunk = events(closing[: -len(DONE)])
     assert finish["choices"] == [{"index": 0, "delta": {}, "finish_reason": "length"}]
     assert usage_chunk["choices"] == []
     assert usage_chunk["usage"]["total_tokens"] == 13
     assert usage_chunk["usage"]["prompt_tokens_details"] == {"cached_tokens": 4}
-    assert len(events(stream.finish(None)[: -len(DONE)])) == 1
+    unasked = ChatStream("id", "m", 1).closing(Counts(10, 4, 3, 1), "length", Timings())
+    assert len(events(unasked[: -len(DONE)])) == 1
+    assert len(events(stream.closing(Counts(10, 4, 3, 1), "stop", Timings(), with_usage=False)[: -len(DONE)])) == 1
 
 
 def test_completion_body():
@@ -81,7 +84,7 @@ def named_events(raw: bytes) -> list[tuple[str, dict]]:
 def test_anthropic_stream_without_reasoning_has_one_text_block():
     stream = MessagesStream("msg_1", "m", reasoning=0)
     raw = stream.opening(Counts(100, 64, 0, 0, 16)) + stream.tokens(0, 3, 0) + stream.tokens(3, 2, 0)
-    raw += stream.closing(Counts(100, 64, 5, 0, 16), "stop")
+    raw += stream.closing(Counts(100, 64, 5, 0, 16), "stop", Timings())
     events = named_events(raw)
     assert [k for k, _ in events] == ["message_start", "content_block_start", *["content_block_delta"] * 5,
                                       "content_block_stop", "message_delta", "message_stop"]  # fmt: skip
@@ -93,10 +96,10 @@ def test_anthropic_stream_without_reasoning_has_one_text_block():
 
 
 def test_completion_stream_and_malformed_events():
-    stream = CompletionStream("cmpl-1", "m", 1)
+    stream = CompletionStream("cmpl-1", "m", 1, include_usage=True)
     parsed = events(stream.tokens(0, 4, 0))
     assert "".join(e["choices"][0]["text"] for e in parsed) == piece_text(0, 4)
-    closing = stream.closing(Counts(9, 0, 4, 0), "length")
+    closing = stream.closing(Counts(9, 0, 4, 0), "length", Timings())
     finish, usage_chunk = events(closing[: -len(DONE)])
     assert finish["choices"][0]["finish_reason"] == "length" and usage_chunk["usage"]["completion_tokens"] == 4
     for wire in (stream, ChatStream("c", "m", 1), MessagesStream("m", "m", 0)):

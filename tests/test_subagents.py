@@ -9,7 +9,7 @@ import pytest
 from conftest import simple_turns, write_trajectory
 
 from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import read_run
+from replay.results.run_reader import read_run
 from replay.sessions.closed_loop import LoadConfig
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.trajectory import TrajectoryError, load_workload

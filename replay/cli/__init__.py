@@ -3,6 +3,9 @@ module per command family."""
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from replay import __version__
@@ -31,6 +34,21 @@ class WholeHelpGroup(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """Click's main, with the documented exit codes: 1 for a usage or input error (click would say 2, which
+        replay keeps for a breached threshold; see replay/results/verdict.py)."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
 
 @click.group(cls=WholeHelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="replay")
@@ -40,3 +58,8 @@ def main() -> None:
 
 for command in (run, report, sweep, capacity, compare, claims, sim, import_cmd, inspect_cmd, synth):
     main.add_command(command)
+
+
+def entry() -> None:
+    """The console script (``replay``) and ``python -m replay``."""
+    main()

@@ -37,7 +37,7 @@ from replay.cli import run_options, study_options
     help="Times the boundary level is run again; a repeat that breaks moves the answer down.",
 )
 @run_options.apply(study_options.WINDOW)
-@run_options.apply(run_options.HOST, run_options.PACE, run_options.REQUEST, run_options.SIM)
+@run_options.apply(run_options.HOST, run_options.PACE, run_options.RETRY, run_options.REQUEST, run_options.SIM)
 @run_options.apply(study_options.HARDWARE, study_options.VIRTUAL)
 @click.option(
     "--out",

@@ -21,7 +21,7 @@ def claims() -> None:
 @click.argument("trajectories", nargs=-1, type=click.Path())
 @click.option("--window", help="Steady window of each run (default: the file's [verify] window, else 60s).")
 @click.option("--warmup", help="Warm-up of each run (default: the file's [verify] warmup, else 20s).")
-@run_options.apply(run_options.HOST, run_options.PACE, run_options.REQUEST, run_options.SIM)
+@run_options.apply(run_options.HOST, run_options.PACE, run_options.RETRY, run_options.REQUEST, run_options.SIM)
 @run_options.apply(study_options.HARDWARE, study_options.VIRTUAL)
 @click.option(
     "--out",

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from replay.cli.options import parse_duration
+
 
 @click.command()
 @click.argument("run_file", type=click.Path(exists=True, dir_okay=False))
@@ -28,7 +30,17 @@ import click
     type=click.Path(file_okay=False, writable=True),
     help="Also write requests.csv (one row per call) and summary.csv (one row per figure) into this directory.",
 )
-def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str | None, csv_dir: str | None) -> None:
+@click.option("--from", "from_", help="Summarise only the windows from this long after the start (e.g. 2h).")
+@click.option("--to", "to", help="... up to this long after the start (e.g. 3h).")
+def report(
+    run_file: str,
+    as_json: bool,
+    truth_path: str | None,
+    html_path: str | None,
+    csv_dir: str | None,
+    from_: str | None,
+    to: str | None,
+) -> None:
     """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any).
 
     RUN_FILE may also be a study's index (sweep.json, capacity.json, compare.json): its figures are rebuilt from
@@ -40,26 +52,20 @@ def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str 
         from replay.cli.study_report import report_index
 
         return report_index(run_file, fmt, as_json, html_path, csv_dir)
-    from replay.results.metrics import summarize
+    from replay.jobs.rebuild import rebuild_run
     from replay.results.plots import PlotsUnavailable, require_matplotlib
-    from replay.results.recorded_timeline import recorded_timeline
-    from replay.results.records import read_run
     from replay.results.text_report import to_json, to_text
-    from replay.results.truth_compare import compare, find_truth_log, load_truth
 
+    between = None
+    if from_ is not None or to is not None:
+        between = (parse_duration(from_), parse_duration(to))
     try:
         if html_path:
             require_matplotlib()  # before any work: a missing extra is a one-line error, not a traceback later
-        data = read_run(run_file)
-        summary = summarize(data)
-        truth = truth_path or find_truth_log(run_file, data.header)
-        if truth:
-            summary["truth"] = compare(data.requests, load_truth(truth))
-        drift: list = []
-        if "breakdown" in summary:
-            summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)
+        built = rebuild_run(run_file, truth_path, records=bool(html_path or csv_dir), between=between)
     except (ValueError, PlotsUnavailable) as exc:
         raise click.ClickException(str(exc)) from None
+    summary, data = built.summary, built.data
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))
     try:
         if csv_dir:
@@ -71,7 +77,7 @@ def report(run_file: str, as_json: bool, truth_path: str | None, html_path: str 
             from replay.results.html_report import render
             from replay.results.report_input import RunReport
 
-            page = render(RunReport(data, summary, drift, Path(run_file).name))
+            page = render(RunReport(data, summary, built.drift, Path(run_file).name))
             Path(html_path).write_text(page, encoding="utf-8")
             click.echo(f"wrote {html_path}", err=True)
     except OSError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -12,27 +13,46 @@ from replay.cli import run_options, study_options
 
 @click.command()
 @click.argument("trajectories", nargs=-1, type=click.Path())
-@run_options.apply(run_options.HOST, run_options.LOAD, run_options.REQUEST, run_options.SIM)
+@run_options.apply(
+    run_options.HOST, run_options.LOAD, run_options.FAILURES, run_options.SOAK, run_options.REQUEST, run_options.SIM
+)
 @run_options.apply(study_options.HARDWARE, study_options.SIDE_BY_SIDE)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
     help="Run file (JSON Lines). Default: replay-runs/run-<time>.jsonl",
 )
+@click.option(
+    "--resume",
+    type=click.Path(dir_okay=False),
+    help="Go on with this stopped or killed run, into the same file (give the options it was started with).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead of a table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
-def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, **opts: Any) -> None:
+def run(
+    trajectories: tuple[str, ...], out: str | None, resume: str | None, as_json: bool, quiet: bool, **opts: Any
+) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
-    from replay.jobs.single_run import RunError, execute
+    from replay.jobs.single_run import RunError, check_spec, execute
+    from replay.results.scrub import Scrubber
     from replay.results.text_report import to_json, to_text
     from replay.workload.trajectory import TrajectoryError
 
+    if resume and out and out != resume:
+        raise click.BadParameter("--resume writes into the run it resumes: give --out the same file or leave it out",
+                                 param_hint="--out")  # fmt: skip
     if len(run_options.host_values(opts)) > 1:  # hosts side by side: replay.cli.hosts_run
+        if resume:
+            raise click.BadParameter("one host to resume a run", param_hint="--resume")
         from replay.cli.hosts_run import run_hosts
 
         return run_hosts(trajectories, out, as_json, quiet, opts)
-    spec = run_options.spec_from(opts, trajectories, out)
-    spec.progress = not quiet
+    spec = run_options.spec_from(opts, trajectories, resume or out)
+    spec.progress, spec.resume = not quiet, bool(resume)
+    try:
+        check_spec(spec)  # before anything is printed: a bad --host may hold a key
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
     concurrency = opts["concurrency"]
     if not quiet:
         where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"
@@ -46,6 +66,10 @@ def run(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bo
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every finished request is in the run file", err=True)
         sys.exit(130)
-    click.echo(to_json(result.summary) if as_json else to_text(result.summary, result.header))
+    scrub = Scrubber([key] if (key := os.environ.get(spec.api_key_env)) else [])  # the last guard before the screen
+    click.echo(scrub.text(to_json(result.summary) if as_json else to_text(result.summary, result.header)))
+    if result.footer and result.footer.get("signal"):
+        click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)
     if not quiet:
         click.echo(f"run file: {result.path}  (replay report {result.path})", err=True)
+    sys.exit(result.exit_code)

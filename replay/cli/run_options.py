@@ -2,9 +2,10 @@
 and the functions that turn them into ``RunSpec`` values.
 
 Each group is a list of click options applied by ``apply``; ``spec_from`` checks what click cannot (durations,
-JSON bodies, policies) and names the option of any bad value. ``LOAD`` is ``CONCURRENCY + STOP + PACE``: a sweep
-takes ``PACE`` alone and its own list of levels, window and warm-up. ``--host`` may be repeated: ``specs_from``
-gives one spec per host, and ``resolve_host`` reads each value (a URL, or ``sim:PROFILE``).
+JSON bodies, policies) and names the option of any bad value. ``LOAD`` is ``CONCURRENCY + STOP + PACE +
+WINDOWS`` and ``FAILURES`` is ``RETRY + THRESHOLDS``: a study takes ``PACE`` and ``RETRY`` alone, with its own
+levels, window and warm-up (and its own SLO). ``--host`` may be repeated: ``specs_from`` gives one spec per host,
+and ``resolve_host`` reads each value (a URL, or ``sim:PROFILE``).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ STOP = [
     ),
 ]
 
-# How the sessions behave, whatever the level and the stop: the part of LOAD a sweep shares with a run.
+# How the sessions behave, whatever the level and the stop: the part of LOAD a study shares with a run.
 PACE = [
     click.option(
         "--tool-time", default="recorded", show_default=True, help="Tool pauses: recorded | scale:X | fixed:S | none."
@@ -145,8 +146,78 @@ PACE = [
     ),
 ]
 
-LOAD = CONCURRENCY + STOP + PACE
+WINDOWS = [
+    click.option(
+        "--window",
+        help="Write a window record (the figures of that stretch) every this long, e.g. 60s; default 60 s for runs of"
+        " 10 minutes or more (soaks), none for shorter ones.",
+    ),
+]
 
+LOAD = CONCURRENCY + STOP + PACE + WINDOWS
+
+
+RETRY = [
+    click.option(
+        "--retries",
+        type=click.IntRange(0),
+        help="Attempts after a failed call (429, 408, 409, 5xx, connection failures; the SDKs' rules). Default: 3 "
+        "against a real host, 0 against the simulated host.",
+    ),
+    click.option(
+        "--retry-max-wait",
+        default="60",
+        show_default=True,
+        help="Longest wait before a retry, whatever the host's Retry-After asks (e.g. 30, 2m).",
+    ),
+    click.option("--retry-partial", is_flag=True, help="Also retry calls that failed after tokens arrived."),
+    click.option(
+        "--on-error",
+        type=click.Choice(["continue", "end-task", "abort"]),
+        default="continue",
+        show_default=True,
+        help="After a turn's last attempt failed: append the recorded answer and go on, end the task, or stop the run.",
+    ),
+]
+
+THRESHOLDS = [
+    click.option(
+        "--threshold",
+        "thresholds",
+        multiple=True,
+        metavar="EXPR",
+        help="A figure the run must meet, e.g. 'ttft_p95<2s', 'error_rate<1%', 'user_decode_tps_p25>40' (repeatable; "
+        "any summary figure by its JSON path). A breach exits with code 2.",
+    ),
+    click.option("--abort-on-fail", is_flag=True, help="Stop the run as soon as a threshold is breached."),
+]
+
+FAILURES = RETRY + THRESHOLDS
+
+SOAK = [
+    click.option(
+        "--prometheus",
+        metavar="HOST:PORT",
+        help="Serve the live figures at http://HOST:PORT/metrics for a dashboard (e.g. 127.0.0.1:9464).",
+    ),
+    click.option(
+        "--scrape-metrics",
+        metavar="URL",
+        help="Sample the host's Prometheus endpoint every window and keep what changed (prefix-cache hits and "
+        "queries, KV usage, queue, preemptions); 'auto': the /metrics beside --host's API.",
+    ),
+    click.option(
+        "--baseline",
+        type=click.Path(exists=True, dir_okay=False),
+        help="An earlier run to compare with: a figure worse by more than --baseline-tolerance fails the run (code 2).",
+    ),
+    click.option(
+        "--baseline-tolerance",
+        default="10%",
+        show_default=True,
+        help="How much worse than the baseline a figure may be (beyond the windows' own noise).",
+    ),
+]
 
 SIM = [
     click.option(
@@ -156,9 +227,25 @@ SIM = [
         help=f"Profile of the embedded simulated host: {profile_names()} (replay sim --list-profiles).",
     ),
     click.option(
+        "--sim-profile-file",
+        type=click.Path(dir_okay=False),
+        help="The embedded simulated host's profile from this TOML or JSON file (physical inputs over a shipped "
+        "profile, or measured step times; docs/simulated-host.md).",
+    ),
+    click.option(
         "--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'."
     ),
     click.option("--sim-fault-seed", default=0, show_default=True, help="Seed of the simulated host's faults."),
+    click.option(
+        "--sim-dialect",
+        help="The simulated host speaks this provider's dialect (openai, anthropic, groq, cerebras, fireworks, "
+        "together, baseten, openrouter, vercel, deepseek, vllm, sglang, llamacpp).",
+    ),
+    click.option(
+        "--sim-fallback",
+        metavar="SHARE:PROFILE",
+        help="The simulated host serves this share of requests through a slower fallback route (e.g. 0.3:overloaded).",
+    ),
     click.option(
         "--sim-truth-log",
         type=click.Path(dir_okay=False),
@@ -191,11 +278,42 @@ def _json_object(text: str | None, option: str) -> dict[str, Any]:
     return body
 
 
+def _fraction(text: str, option: str) -> float:
+    """'10%' or '0.1' → 0.1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected a share such as 10% or 0.1", param_hint=option) from None
+    if not 0 <= value < 10:
+        raise click.BadParameter(f"{text!r}: expected a share such as 10% or 0.1", param_hint=option)
+    return value
+
+
 def _seconds(opts: dict[str, Any], name: str) -> float | None:
     try:
         return parse_duration(opts.get(name))
     except click.BadParameter as exc:
         raise click.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
+
+
+# What a command without the run's stop, windows, thresholds or soak options stands for (a study's levels).
+RUN_ONLY_DEFAULTS: dict[str, Any] = {
+    "concurrency": 1,
+    "duration": None,
+    "tasks": None,
+    "warmup": None,
+    "window": None,
+    "retries": None,
+    "retry_max_wait": "60",
+    "retry_partial": False,
+    "on_error": "continue",
+    "thresholds": (),
+    "abort_on_fail": False,
+    "prometheus": None,
+    "scrape_metrics": None,
+    "baseline": None,
+    "baseline_tolerance": "10%",
+}
 
 
 SIM_HOST = "sim:"
@@ -264,16 +382,22 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         max_bytes = parse_bytes(opts["max_response_bytes"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
+    from replay.sessions.retry import RetryPolicy
+
+    opts = {**RUN_ONLY_DEFAULTS, **opts}  # a study takes PACE and RETRY, not the stop, windows, thresholds, soak
+    retry = RetryPolicy(max_wait_s=_seconds(opts, "retry_max_wait") or 0.0, partial=opts["retry_partial"])
     load = LoadConfig(
-        concurrency=opts.get("concurrency") or 1,
+        concurrency=opts["concurrency"] or 1,
         duration_s=_seconds(opts, "duration"),
-        tasks=opts.get("tasks"),
+        tasks=opts["tasks"],
         warmup_s=_seconds(opts, "warmup"),
         tool_time=policy,
         seed=opts["seed"],
         salt_tasks=opts["salt_tasks"],
         rate_limit=(opts["max_rpm"], 60.0) if opts["max_rpm"] else None,
         drain_timeout_s=_seconds(opts, "drain_timeout") or 0.0,
+        retry=retry,
+        on_error=opts["on_error"],
     )
     return RunSpec(
         trajectories=list(trajectories),
@@ -282,6 +406,14 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         api=opts["api"],
         api_key_env=opts["api_key_env"],
         load=load,
+        retries=opts["retries"],
+        thresholds=list(opts["thresholds"]),
+        window_s=_seconds(opts, "window"),
+        prometheus=opts.get("prometheus"),
+        scrape_metrics=opts.get("scrape_metrics"),
+        baseline=opts.get("baseline"),
+        baseline_tolerance=_fraction(opts.get("baseline_tolerance") or "10%", "--baseline-tolerance"),
+        abort_on_fail=opts["abort_on_fail"],
         force_output_length=opts["force_output_length"],
         extra_body=_json_object(opts["extra_body"], "--extra-body"),
         request_timeout_s=_seconds(opts, "request_timeout") or 600.0,
@@ -291,9 +423,12 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         responses_state=opts["responses_state"],
         out=out,
         sim_profile=sim_profile,
+        sim_profile_file=opts["sim_profile_file"],
         sim_truth_log=opts["sim_truth_log"],
         sim_faults=opts["sim_faults"],
         sim_fault_seed=opts["sim_fault_seed"],
+        sim_dialect=opts["sim_dialect"],
+        sim_fallback=opts["sim_fallback"],
         tokenizer=opts["tokenizer"],
         history=HistoryPolicy(
             output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]

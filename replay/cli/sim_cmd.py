@@ -17,39 +17,89 @@ from replay.cli.options import profile_names
     show_default=True,
     help=f"Simulated engine profile, one of: {profile_names()}. Their figures: --list-profiles.",
 )
+@click.option(
+    "--profile-file",
+    type=click.Path(dir_okay=False),
+    help="Load the profile from this TOML or JSON file: SimProfile fields over `base` (default: --profile), "
+    "or a table of measured step times (docs/simulated-host.md).",
+)
 @click.option("--truth-log", type=click.Path(dir_okay=False), help="Write the per-request truth log here (JSON Lines).")
 @click.option(
     "--faults",
-    help="Inject faults at these rates, e.g. '429:0.05@2,500:0.02,503:0.01,drop:0.01,stall:0.01@5,"
-    "malformed:0.01,no_usage:0.01,bad_usage:0.01' (KIND:RATE[@SECONDS]).",
+    help="Inject faults at these rates, e.g. '429:0.05@2,503:0.02:retry-after=2,500:0.01:should-retry=false,"
+    "overflow:0.01,drop:0.01,stall:0.01@5,midstream:0.01,malformed:0.01,odd_chunk:0.01,no_usage:0.01,"
+    "usage_off:0.01,bad_usage:0.01,huge:0.01@4' (KIND:RATE[@PARAM][:name=value...]; KIND an HTTP status "
+    "400-599 or a named kind; see docs/simulated-host.md).",
 )
-@click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws.")
+@click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws (and of the route draws).")
+@click.option(
+    "--dialect",
+    default="default",
+    show_default=True,
+    help="Speak this provider's stream dialect: default, openai, anthropic, groq, cerebras, fireworks, together, "
+    "baseten, openrouter, vercel, deepseek, vllm, sglang, llamacpp.",
+)
+@click.option(
+    "--fallback",
+    metavar="SHARE:PROFILE",
+    help="Serve a seeded share of requests by a second engine with this profile, labelled fallback:PROFILE "
+    "(e.g. 0.3:overloaded).",
+)
+@click.option("--exit-with-stdin", is_flag=True, hidden=True, help="Stop when stdin closes (the parent died).")
 @click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as one JSON array and exit.")
 def sim(
     host: str,
     port: int,
     profile: str,
+    profile_file: str | None,
     truth_log: str | None,
     faults: str | None,
     fault_seed: int,
+    dialect: str,
+    fallback: str | None,
+    exit_with_stdin: bool,
     list_profiles: bool,
 ) -> None:
     """Run the simulated OpenAI- and Anthropic-compatible host on its own."""
+    from replay.sim.dialects import get_dialect
     from replay.sim.faults import FaultSpec
+    from replay.sim.profile_file import ProfileFileError, load_profile_file
     from replay.sim.profiles import PROFILES, get_profile
+    from replay.sim.routes import FallbackSpec
     from replay.sim.server import serve
 
-    if list_profiles:
-        rows = [{"profile": p.name, "description": p.description} | ({} if p.instant else p.summary())
-                for p in PROFILES.values()]  # fmt: skip
-        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
-        return
     try:
         get_profile(profile)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--profile") from None
+    loaded = None
+    if profile_file:
+        try:
+            loaded = load_profile_file(profile_file, profile)
+        except ProfileFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="--profile-file") from None
+    if list_profiles:
+        rows = [{"profile": p.name, "description": p.description} | ({} if p.instant else p.summary())
+                for p in [*PROFILES.values(), *([loaded] if loaded else [])]]  # fmt: skip
+        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        return
     try:
         FaultSpec.parse(faults, fault_seed)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--faults") from None
-    serve(host=host, port=port, profile=profile, truth_log=truth_log, faults=faults, fault_seed=fault_seed)
+    for check, value, hint in ((get_dialect, dialect, "--dialect"), (FallbackSpec.parse, fallback, "--fallback")):
+        try:
+            check(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=hint) from None
+    serve(
+        host=host,
+        port=port,
+        profile=loaded or profile,
+        truth_log=truth_log,
+        faults=faults,
+        fault_seed=fault_seed,
+        dialect=dialect,
+        fallback=fallback,
+        watch_stdin=exit_with_stdin,
+    )

@@ -17,6 +17,8 @@ import click
 from replay.cli import run_options
 from replay.cli.options import parse_duration
 
+STUDY_ONLY = ("window", "warmup")  # a study's own: each level's steady window and warm-up (RealRunner sets them)
+
 WINDOW = [
     click.option("--window", default="60s", show_default=True, help="Steady window of each level (after warm-up)."),
     click.option("--warmup", default="20s", show_default=True, help="Warm-up of each level, before its window."),
@@ -134,7 +136,8 @@ def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
     """One ``Target`` per ``--host`` (label, spec, hardware): the same workload, load and seed for each."""
     from replay.jobs.hosts import Target
 
-    specs = run_options.specs_from(opts, trajectories)
+    run_opts = {k: v for k, v in opts.items() if k not in STUDY_ONLY}  # a level's stop and window are the study's
+    specs = run_options.specs_from(run_opts, trajectories)
     labels = [run_options.host_label(h, opts) for h in run_options.host_values(opts)]
     return [Target(lab, s, hw) for lab, s, hw in zip(labels, specs, hardware(opts, specs), strict=True)]
 

@@ -47,7 +47,7 @@ def _progress(level: Any, label: str, quiet: bool) -> None:
 @click.option(
     "--slo", multiple=True, help="SLO thresholds judged at every level, e.g. 'ttft_p95<=2s,user_decode_tps_p25>=60'."
 )
-@run_options.apply(run_options.HOST, run_options.PACE, run_options.REQUEST, run_options.SIM)
+@run_options.apply(run_options.HOST, run_options.PACE, run_options.RETRY, run_options.REQUEST, run_options.SIM)
 @run_options.apply(study_options.HARDWARE, study_options.VIRTUAL, study_options.SIDE_BY_SIDE)
 @click.option(
     "--out",

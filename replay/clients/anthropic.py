@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from replay import compact_json
 from replay.clients import usage as usage_mod
 from replay.clients.chat import decode_object
 from replay.clients.flavour import Conversation, Flavour, body_fields
@@ -82,7 +83,7 @@ class AnthropicFlavour(Flavour):
         role, blocks = message_blocks(raw)
         if role == "system":  # the blocks alone: they go into the top-level system list
             return b",".join(orjson.dumps(b) for b in blocks)
-        return orjson.dumps({"role": role, "content": blocks})
+        return compact_json.dumps({"role": role, "content": blocks})
 
     def _marked_fragment(self, message: Message) -> bytes:
         """The message with a cache breakpoint on its last block (rendered once, like ``fragment``)."""
@@ -96,7 +97,7 @@ class AnthropicFlavour(Flavour):
             frag = (
                 b",".join(map(orjson.dumps, marked))
                 if role == "system"
-                else orjson.dumps({"role": role, "content": marked})
+                else compact_json.dumps({"role": role, "content": marked})
             )
             cache["anthropic+cache"] = frag
         return frag
@@ -111,7 +112,7 @@ class AnthropicFlavour(Flavour):
             out.append(spec)
         if out and self.options.cache_control == "auto":
             out[-1] = {**out[-1], "cache_control": _CACHE}
-        return orjson.dumps(out)
+        return compact_json.dumps(out)
 
     def body(
         self,
@@ -121,8 +122,8 @@ class AnthropicFlavour(Flavour):
         conversation: Conversation | None,
     ) -> bytes:
         auto = self.options.cache_control == "auto"
-        system = [m for m in context if m.raw.get("role") == "system"]
-        turns = [m for m in context if m.raw.get("role") != "system"]
+        system = [m for m in context if m.role == "system"]
+        turns = [m for m in context if m.role != "system"]
         parts = [b'{"model":', self._model, b',"max_tokens":', str(max_tokens).encode()]
         if system:
             frags = [self.fragment(m) for m in system]
@@ -141,14 +142,14 @@ class AnthropicFlavour(Flavour):
 
     # --- reading -------------------------------------------------------------------------------------------------
     def plain_tokens(self, region: bytes) -> int | None:
-        """Every event a text delta: two ``type`` keys each (the event's and the delta's), one string ``text``."""
+        """Every event a text delta: two ``type`` keys each (the event's and the delta's), and a delta object whose
+        keys are ``type`` then ``text`` (as the API writes them; any other order is decoded)."""
         if b'"type":"text_delta"' not in region or b'"error"' in region:
             return None
         events = region.count(b"\n\n") + 1
         if not (
             region.count(b'"type":"content_block_delta"')
-            == region.count(b'"type":"text_delta"')
-            == region.count(b'"text":"')
+            == region.count(b'"delta":{"type":"text_delta","text":"')
             == region.count(b"data: ")
             == events
             and region.count(b'"type":"') == 2 * events

@@ -59,19 +59,16 @@ class ChatFlavour(Flavour):
     def plain_tokens(self, region: bytes) -> int | None:
         """Counting keys over the whole region replaces a per-event loop. ``"content":"`` can only be a key (quotes in
         values are escaped) and events are separated by exactly one blank line, so when every event starts with
-        ``data: `` and has exactly one choice, one delta object and one content key, and nothing in the region needs
-        decoding or is reasoning, each event is a content delta, empty or not."""
-        if b'"content":"' not in region or b"reasoning" in region or b'"error"' in region:
+        ``data: `` and has exactly one choice and one delta object whose first key is its content (as OpenAI, vLLM
+        and SGLang write them; anything else is decoded), and nothing in the region needs decoding or is reasoning,
+        each event is a content delta, empty or not."""
+        if b'"content":"' not in region or region[:6] != b"data: " or not only_plain_fields(region):
             return None
-        if b'"finish_reason":"' in region or b'"timings"' in region or region[:6] != b"data: ":
-            return None
-        if b'"usage"' in region and region.count(b'"usage"') != region.count(b'"usage":null'):
-            return None  # vLLM with continuous usage stats sends "usage":null on every chunk
         events = region.count(b"\n\n") + 1
         if not (
             region.count(b"\n\ndata: ") + 1
             == region.count(b'"content":"')
-            == region.count(b'"delta":{')
+            == region.count(b'"delta":{"content":"')
             == region.count(b'"choices":[{')
             == events
         ):
@@ -79,17 +76,14 @@ class ChatFlavour(Flavour):
         return events - region.count(b'"content":""')
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b": " in data or b'"error"' in data or b'"finish_reason":"' in data or b'"timings"' in data:
-            return None  # a figure is needed from it, or the server writes JSON with spaces: decode
-        if b'"usage"' in data and b'"usage":null' not in data:
-            return None
-        if b'"choices":[{' not in data or b'"delta":{' not in data:
-            return None
-        if b'"content":"' in data:
-            return None if b'"content":""' in data else ANSWER
-        for key in (b'"reasoning_content":"', b'"reasoning":"'):
+        if b": " in data or data.count(b'"choices":[{') != 1 or data.count(b'"delta":{') != 1:
+            return None  # the server writes JSON with spaces, or the event is of an unusual shape: decode
+        for key, kind in ((b'"delta":{"content":"', ANSWER), (b'"delta":{"reasoning_content":"', REASONING),
+                          (b'"delta":{"reasoning":"', REASONING)):  # fmt: skip
             if key in data:
-                return None if key[:-1] + b'""' in data else REASONING
+                if data.count(key[9:]) != 1 or key[9:-1] + b'""' in data or not only_plain_fields(data, kind):
+                    return None
+                return kind
         return None  # tool calls, refusals and anything unusual: decode
 
     def decode(self, st: StreamState, name: bytes | None, data: bytes) -> int:
@@ -172,6 +166,22 @@ class ChatFlavour(Flavour):
         st.usage = openai_usage(st)
         if st.usage_parts and not st.ended:
             st.ended = True  # some servers close right after the usage chunk, without [DONE]
+
+
+def only_plain_fields(buf: bytes, kind: int = ANSWER) -> bool:
+    """Nothing in ``buf`` that a full decode would read as a figure or find malformed: no error, usage, timings,
+    finish reason, refusal, tool calls or Groq extension (``null`` values aside), and no reasoning in an answer
+    (``kind`` REASONING: reasoning allowed, as in an event the scan already knows to be one)."""
+    if kind == ANSWER and b"reasoning" in buf:
+        return False
+    for key in (b'"error"', b'"timings"', b'"x_groq"'):
+        if key in buf:
+            return False
+    # Null is fine: OpenAI sends "refusal":null and "finish_reason":null, vLLM "usage":null, on token chunks.
+    for key in (b'"usage":', b'"finish_reason":', b'"refusal":', b'"tool_calls":'):
+        if key in buf and buf.count(key) != buf.count(key + b"null"):
+            return False
+    return True
 
 
 def decode_object(st: StreamState, data: bytes) -> dict[str, Any] | None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from replay.clients.chat import decode_object, note_common, openai_usage
+from replay.clients.chat import decode_object, note_common, only_plain_fields, openai_usage
 from replay.clients.flavour import Conversation, Flavour, body_fields
-from replay.clients.stream import ANSWER, NONE, StreamState
+from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
 from replay.clients.usage import excerpt, safe_dumps
 from replay.workload.history import content_text
 from replay.workload.trajectory import Message
@@ -72,11 +72,7 @@ class CompletionsFlavour(Flavour):
     # --- reading -------------------------------------------------------------------------------------------------
     def plain_tokens(self, region: bytes) -> int | None:
         """As chat's: every event a ``data:`` chunk with one choice and one ``text`` key, nothing else to read."""
-        if b'"text":"' not in region or b'"error"' in region or b'"finish_reason":"' in region:
-            return None
-        if region[:6] != b"data: " or b'"timings"' in region:
-            return None
-        if b'"usage"' in region and region.count(b'"usage"') != region.count(b'"usage":null'):
+        if b'"text":"' not in region or region[:6] != b"data: " or not only_plain_fields(region, REASONING):
             return None
         events = region.count(b"\n\n") + 1
         texts = region.count(b'"text":"')
@@ -85,11 +81,9 @@ class CompletionsFlavour(Flavour):
         return events - region.count(b'"text":""')
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b": " in data or b'"error"' in data or b'"finish_reason":"' in data or b'"timings"' in data:
+        if b": " in data or data.count(b'"choices":[{') != 1 or data.count(b'"text":"') != 1:
             return None
-        if b'"usage"' in data and b'"usage":null' not in data:
-            return None
-        if b'"choices":[{' in data and b'"text":"' in data and b'"text":""' not in data:
+        if b'"text":""' not in data and only_plain_fields(data, REASONING):
             return ANSWER
         return None
 

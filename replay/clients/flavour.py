@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from replay import compact_json
 from replay.clients.stream import StreamReader, StreamState
 from replay.clients.usage import excerpt
 from replay.workload.trajectory import Message
@@ -91,7 +92,7 @@ class Flavour(StreamReader):
         return hit[1]
 
     def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
-        return orjson.dumps(tools)
+        return compact_json.dumps(tools)
 
     def body(
         self,

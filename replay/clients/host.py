@@ -7,8 +7,10 @@ The API key is read from the environment when a client is made and never stored 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 << 20  # far above any real answer; a longer one is cut and classified
 
@@ -40,3 +42,17 @@ class HostConfig:
             "stall_timeout_s": self.stall_timeout_s,
             "max_response_bytes": self.max_response_bytes,
         }
+
+
+_SECRET_PARAM = re.compile(r"key|token|secret|auth|password|sig", re.IGNORECASE)
+
+
+def check_url(url: str) -> None:
+    """ValueError when ``url`` is no http(s) URL, or carries credentials (they would end up in logs and run files)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:  # the URL is not echoed: it may hold a key
+        raise ValueError("expected an http:// or https:// base URL, such as http://127.0.0.1:8000/v1")
+    if parts.username or parts.password:
+        raise ValueError("the URL carries credentials (user:password@): pass the key through --api-key-env instead")
+    if any(_SECRET_PARAM.search(name) for name, _ in parse_qsl(parts.query, keep_blank_values=True)):
+        raise ValueError("the URL carries a key in its query: pass the key through --api-key-env instead")

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from replay import compact_json
 from replay.clients import usage as usage_mod
 from replay.clients.chat import decode_object
 from replay.clients.flavour import Conversation, Flavour, body_fields
@@ -73,7 +74,7 @@ class ResponsesFlavour(Flavour):
         for tool in tools:
             fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             flat.append({"type": "function", **{k: v for k, v in fn.items() if k != "type"}})
-        return orjson.dumps(flat)
+        return compact_json.dumps(flat)
 
     def new_conversation(self) -> Conversation | None:
         return Conversation() if self.options.responses_state == "previous" else None
@@ -125,13 +126,15 @@ class ResponsesFlavour(Flavour):
         events = region.count(b"\n\n") + 1
         if not (
             region.count(_TEXT) == region.count(b'"type":"') == region.count(b'"delta":"') == events
-            and region.count(b"data: ") == events
+            and region.count(b'"delta":') == region.count(b"data: ") == events
         ):
             return None
         return events - region.count(b'"delta":""')
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b'"error"' in data or b": " in data or data.count(b'"type":"') != 1 or b'"delta":"' not in data:
+        if b'"error"' in data or b": " in data or data.count(b'"type":"') != 1 or data.count(b'"delta":') != 1:
+            return None
+        if b'"delta":"' not in data:
             return None
         if _TEXT in data:
             return None if b'"delta":""' in data else ANSWER

@@ -99,7 +99,8 @@ class Transport:
         every latency of the call counts from there. On cancellation ``got`` still holds what was seen.
         """
         assert self.http is not None
-        rec.t_call = perf_counter()
+        if rec.t_call is None:  # a caller that waited for a slot (a rate limit) set it already
+            rec.t_call = perf_counter()
         deadline = asyncio.get_running_loop().time() + self.host.request_timeout_s
         for attempt in range(2):
             sent: list[float] = []  # filled by wire_stamps' trace when the body goes out

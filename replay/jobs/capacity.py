@@ -121,7 +121,7 @@ def probe_row(p: Probe, slo: tuple[Threshold, ...]) -> dict[str, Any]:
         "step": p.step,
         "ok": p.ok,
         "checks": p.checks,
-        "run": p.level.run,
+        "run_file": p.level.run,
         "figures": {
             k: value(s, k)
             for k in ("throughput.total_tps", "throughput.output_tps", "ttft_s.p95", "user_decode_tps.p25")

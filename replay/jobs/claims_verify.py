@@ -145,7 +145,7 @@ def _claim_row(claim: Claim, levels: dict[int, Level], facts: HostFacts, default
         "metric": claim.metric,
         "figure": key,
         "concurrency": at,
-        "run": levels[at].run if at in levels else None,
+        "run_file": levels[at].run if at in levels else None,
         "definition": DEFINITIONS[claim.metric].format(p=p),
         "claim_definition": claim.definition,
         "source": claim.source,

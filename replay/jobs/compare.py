@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from replay.jobs.hardware import Hardware, costs, hardware_for
-from replay.jobs.study_files import summarize_file
+from replay.jobs.study_files import rebuild
 from replay.results.bootstrap import RESAMPLES, bootstrap, describe
 from replay.results.level_figures import FIGURES, value
-from replay.results.records import RunData, read_run
+from replay.results.records import RunData
+from replay.results.run_reader import read_run
 
 COMPARE_FORMAT = "replay.compare/1"
 
@@ -56,12 +57,13 @@ class Side:
 def side_from_file(path: str | Path, name: str | None = None, hardware: Hardware | None = None) -> Side:
     """A run file as one side: its records, its summary (truth check included) and its host's hardware."""
     path = Path(path)
-    data = read_run(path)
+    rebuilt = rebuild(path, records=True)
+    data = rebuilt.data
     h = data.header
     concurrency = (h.get("load") or {}).get("concurrency")
     sim = h.get("simulated_host")
     hw = hardware or hardware_for(None if sim else (h.get("host") or {}).get("base_url"), sim)
-    return Side(name or path.stem, summarize_file(path), data, str(path), hw, concurrency)
+    return Side(name or path.stem, rebuilt.summary, data, str(path), hw, concurrency)
 
 
 def _interval(a: np.ndarray | None, b: np.ndarray | None) -> list[float] | None:
@@ -151,9 +153,11 @@ def compare_runs(a: Side, b: Side, resamples: int = RESAMPLES, seed: int = 0) ->
 
 def _level_side(sweep: dict[str, Any], level: dict[str, Any], name: str) -> Side:
     hw = Hardware.from_public(sweep.get("hardware"))
-    run = level.get("run")
-    data = read_run(run) if run and Path(run).exists() else None
-    summary = {k: v for k, v in level.items() if k not in ("concurrency", "run", "per_gpu", "slo_ok", "slo_checks")}
+    run = level.get("run_file")
+    data = read_run(run, notes=lambda _: None) if run and Path(run).exists() else None
+    summary = {
+        k: v for k, v in level.items() if k not in ("concurrency", "run_file", "per_gpu", "slo_ok", "slo_checks")
+    }
     return Side(f"{name} c={level['concurrency']}", summary, data, run, hw, level["concurrency"])
 
 

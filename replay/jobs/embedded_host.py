@@ -34,16 +34,32 @@ def embedded_host(
     faults: str | None = None,
     fault_seed: int = 0,
     start_timeout_s: float = 30.0,
+    dialect: str | None = None,
+    fallback: str | None = None,
+    profile_file: str | None = None,
 ) -> Iterator[EmbeddedHost]:
-    """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened."""
+    """Start the simulated host on 127.0.0.1 (ephemeral port); stop it on exit, whatever happened.
+    ``dialect``, ``fallback`` and ``profile_file`` are ``replay sim --dialect``, ``--fallback`` and
+    ``--profile-file`` (a profile from that file, over its base ``profile``)."""
     cmd = [sys.executable, "-m", "replay", "sim", "--host", "127.0.0.1", "--port", "0", "--profile", profile]
+    if profile_file:
+        cmd += ["--profile-file", profile_file]
     if truth_log:
         cmd += ["--truth-log", truth_log]
     if faults:
-        cmd += ["--faults", faults, "--fault-seed", str(fault_seed)]
-    # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself.
+        cmd += ["--faults", faults]
+    if faults or fallback:
+        cmd += ["--fault-seed", str(fault_seed)]
+    if dialect:
+        cmd += ["--dialect", dialect]
+    if fallback:
+        cmd += ["--fallback", fallback]
+    # Own session: a Ctrl-C in the terminal reaches the client, which then stops the host itself. Its stdin is a
+    # pipe this process holds: if this process dies in any way (kill -9 included), the pipe closes and the host
+    # stops itself.
+    cmd.append("--exit-with-stdin")
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True
+        cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True, bufsize=1, start_new_session=True
     )
     try:
         port = _wait_ready(proc, start_timeout_s)
@@ -51,6 +67,8 @@ def embedded_host(
         threading.Thread(target=_forward, args=(proc,), daemon=True).start()
         yield EmbeddedHost(base_url=f"http://127.0.0.1:{port}/v1", port=port, pid=proc.pid)
     finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # type: ignore[union-attr]
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:

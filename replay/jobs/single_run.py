@@ -1,36 +1,49 @@
 """One run, end to end: load the workload, pick the host (or start the simulated one), write the run file,
-run the closed loop, and summarise. The CLI and the tests both enter here.
+run the closed loop, summarise and judge. The CLI, the library face and the tests all enter here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import platform
+import dataclasses
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 import aiohttp
-import numpy
-import orjson
 
-from replay import __version__, event_loop
+from replay import event_loop
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavour import RequestOptions
-from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig
+from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
-from replay.results.metrics import summarize
-from replay.results.records import RunWriter, clock_anchor
+from replay.jobs.host_metrics import HostMetrics, endpoint
+from replay.jobs.rebuild import rebuild_run
+from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
+from replay.jobs.run_header import build_header
+from replay.results.prometheus_export import PrometheusSink, serve_metrics
+from replay.results.records import RunWriter
+from replay.results.run_reader import read_run
+from replay.results.scrub import Scrubber
+from replay.results.streaming import StreamSummary
+from replay.results.thresholds import ThresholdError, parse_all
 from replay.results.truth_compare import compare, load_truth
+from replay.results.verdict import judge
+from replay.results.windows import Tee, WindowRecorder
 from replay.sessions.closed_loop import LoadConfig, run_load
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
-SECRET_HINTS = ("key", "token", "secret", "auth", "password")
 SIM_MODEL = "replay-sim"
+DEFAULT_WINDOW_S = 60.0
+LONG_RUN_S = 600.0  # runs this long or longer get windows unless told otherwise
+DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
 
 
 class RunError(Exception):
@@ -47,6 +60,7 @@ class RunSpec:
     api: str = "chat"  # chat | completions | responses | anthropic
     api_key_env: str = "OPENAI_API_KEY"
     load: LoadConfig = field(default_factory=LoadConfig)
+    retries: int | None = None  # None: DEFAULT_RETRIES against a real host, 0 against the simulated one
     force_output_length: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
@@ -54,11 +68,22 @@ class RunSpec:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     cache_control: str = "none"  # anthropic: none | auto
     responses_state: str = "none"  # responses: none | previous
+    thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ... (replay.results.thresholds)
+    abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
+    window_s: float | None = None  # window records every this many seconds (None: 60 s for runs of 10 min or more)
+    resume: bool = False  # go on with the run in ``out`` (replay run --resume): see replay.jobs.resume
+    prometheus: str | None = None  # HOST:PORT to serve the live figures at /metrics
+    scrape_metrics: str | None = None  # the host's Prometheus endpoint, sampled every window
+    baseline: str | None = None  # an earlier run file: figures worse than it by more than the tolerance fail the run
+    baseline_tolerance: float = 0.10
     out: str | None = None
     sim_profile: str = "default"
+    sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
     sim_truth_log: str | None = None
     sim_faults: str | None = None
     sim_fault_seed: int = 0
+    sim_dialect: str | None = None
+    sim_fallback: str | None = None
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
@@ -69,112 +94,157 @@ class RunResult:
     summary: dict[str, Any]
     header: dict[str, Any]
     path: Path
+    footer: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed, 2 a threshold breached, 3 not complete, 128+N stopped by signal N (replay.results.verdict)."""
+        return int(self.summary["verdict"]["exit_code"])
 
 
 def default_out_path() -> Path:
     return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
 
 
-def _redact(body: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if any(h in k.lower() for h in SECRET_HINTS) else v) for k, v in body.items()}
-
-
-def _versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "aiohttp": aiohttp.__version__,
-        "numpy": numpy.__version__,
-        "orjson": orjson.__version__,
-        "platform": platform.platform(),
-        "event_loop": event_loop.loop_factory()[0],
-    }
-
-
 async def detect_model(base_url: str, timeout_s: float = 10.0) -> str | None:
     """The first model a host lists at /models, for when --model is not given."""
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError):
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
             http.get(base_url.rstrip("/") + "/models") as resp,
         ):
             data = await resp.json(content_type=None)
-            return data["data"][0]["id"]
+            return str(data["data"][0]["id"])
     return None
 
 
 @contextlib.contextmanager
-def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, str | None]]:
+def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, dict[str, Any] | None]]:
     if spec.host:
         yield spec.host, None
-    else:
-        truth = str(truth_log) if truth_log else None
-        with embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed) as sim:
-            yield sim.base_url, spec.sim_profile
+        return
+    truth = str(truth_log) if truth_log else None
+    with contextlib.ExitStack() as stack:
+        try:
+            sim = stack.enter_context(embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed,
+                                                    dialect=spec.sim_dialect, fallback=spec.sim_fallback,
+                                                    profile_file=spec.sim_profile_file))  # fmt: skip
+        except RuntimeError as exc:
+            raise RunError(str(exc)) from None
+        yield sim.base_url, {"profile": _sim_profile_name(spec), "profile_file": spec.sim_profile_file,
+                             "faults": spec.sim_faults, "dialect": spec.sim_dialect, "fallback": spec.sim_fallback,
+                             "pid": sim.pid}  # fmt: skip
 
 
-def truth_log_path(spec: RunSpec, out: Path) -> Path | None:
-    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none).
-    Every run against the sim can then say how far the client's times are from the host's own."""
+def _sim_profile_name(spec: RunSpec) -> str:
+    if not spec.sim_profile_file:
+        return spec.sim_profile
+    from replay.sim.profile_file import resolve_profile
+
+    return resolve_profile(spec.sim_profile, spec.sim_profile_file).name
+
+
+def truth_log_path(spec: RunSpec, out: Path, segment: int = 0) -> Path | None:
+    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none);
+    a resumed run's later segments each write their own. Every run against the sim can then say how far the
+    client's times are from the host's own."""
     if spec.host:
         return None
-    return Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
+    path = Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
+    return path.with_suffix(f".{segment}.jsonl") if segment else path
+
+
+def check_spec(spec: RunSpec) -> None:
+    """Everything about ``spec`` that can be wrong before a byte is sent: RunError naming the option."""
+    if spec.host:
+        try:
+            check_url(spec.host)
+        except ValueError as exc:
+            raise RunError(f"--host: {exc}") from None
+    try:
+        parse_all(spec.thresholds, check_figures=True)
+    except ThresholdError as exc:
+        raise RunError(f"--threshold: {exc}") from None
+    try:
+        make_flavour(spec.api, RequestOptions("m"))
+    except ValueError as exc:
+        raise RunError(f"--api: {exc}") from None
+    if spec.baseline and not Path(spec.baseline).is_file():
+        raise RunError(f"--baseline: {spec.baseline}: no such run file")
+    if spec.prometheus and not re.fullmatch(r"[\w.\-]*:\d{1,5}", spec.prometheus):
+        raise RunError(f"--prometheus: expected HOST:PORT, such as 127.0.0.1:9464; got {spec.prometheus!r}")
+    if not spec.host:
+        from replay.jobs.sim_options import check_sim_options
+
+        check_sim_options(spec)
+
+
+def ensure_open_files(concurrency: int) -> None:
+    """Raise the soft open-file limit to cover the sessions' connections (2 per session, and room for files), or
+    say before the run why it cannot: 256 sessions under a limit of 128 would otherwise fail thousands of calls."""
+    import resource
+
+    need = 2 * concurrency + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < need:
+        raise RunError(
+            f"--concurrency {concurrency} needs about {need} open files, and this process may open only {soft} (hard"
+            f" limit {hard}): raise it (ulimit -n {need}) or lower --concurrency"
+        )
+
+
+def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
+    retries = spec.retries if spec.retries is not None else (DEFAULT_RETRIES if spec.host else 0)
+    load = dataclasses.replace(spec.load, retry=dataclasses.replace(spec.load.retry, retries=retries))
+    if previous is not None and load.duration_s is not None:  # a resumed soak runs for what is left of it
+        load = dataclasses.replace(load, duration_s=max(load.duration_s - previous.elapsed_s, 1.0))
+    return load
 
 
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
-    """Run and return the live summary; the run file is complete (footer included) when this returns."""
-    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    """Run, summarise and judge; the run file is complete (footer included) when this returns."""
+    check_spec(spec)
+    ensure_open_files(spec.load.concurrency)
     out = Path(spec.out) if spec.out else default_out_path()
-    writer = RunWriter(out)
-    truth_log = truth_log_path(spec, out)
+    try:
+        previous = read_previous(out) if spec.resume else None
+    except (ResumeError, ValueError) as exc:
+        raise RunError(str(exc)) from None
+    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    asked_duration = spec.load.duration_s
+    spec = dataclasses.replace(spec, load=_load_config(spec, previous))
+    if previous is not None:  # before anything is written: a refused resume leaves the file as it was
+        _check_resume(spec, previous, workload, asked_duration)
+    key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
+    stream = StreamSummary()
+    window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
+    if (spec.scrape_metrics or spec.baseline) and not window_s:  # the host's metrics and the noise: by window
+        window_s = DEFAULT_WINDOW_S  # the host's metrics are kept window by window
+    windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
+    exporter = PrometheusSink(spec.host or f"simulated:{spec.sim_profile}") if spec.prometheus else None
+    sink = Tee(*(s for s in (stream, windows, exporter) if s is not None))
+    writer = RunWriter(out, Scrubber([key] if key else []), sink=sink, append=previous is not None)
+    truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
-        with _host(spec, truth_log) as (base_url, sim_profile):
-            model = spec.model or (SIM_MODEL if sim_profile else event_loop.run(detect_model(base_url)))
+        with _host(spec, truth_log) as (base_url, sim):
+            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
-            host = HostConfig(
-                base_url,
-                model,
-                spec.api,
-                spec.api_key_env,
-                spec.request_timeout_s,
-                spec.stall_timeout_s,
-                spec.max_response_bytes,
-            )
-            options = RequestOptions(
-                model, spec.force_output_length, spec.extra_body, spec.cache_control, spec.responses_state
-            )
-            try:
-                make_flavour(spec.api, options)  # an unknown flavour fails here, before the header is written
-            except ValueError as exc:
-                raise RunError(str(exc)) from None
-            writer.header(
-                {
-                    "replay_version": __version__,
-                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "clock": {"name": "perf_counter", **clock_anchor()},
-                    "host": host.public(),
-                    "simulated_host": sim_profile,
-                    "simulated_faults": spec.sim_faults if sim_profile else None,
-                    "simulated_truth_log": str(truth_log) if truth_log else None,
-                    "request": {
-                        "history": spec.history.public(),
-                        "force_output_length": spec.force_output_length,
-                        "cache_control": spec.cache_control,
-                        "responses_state": spec.responses_state,
-                        "extra_body": _redact(spec.extra_body),
-                    },
-                    "load": spec.load.public(),
-                    "workload": {
-                        "paths": workload.paths,
-                        "digest": workload.digest,
-                        "trajectories": len(workload.trajectories),
-                        "turns": workload.turns,
-                        "tokenizer": workload.tokenizer,
-                    },
-                    "versions": _versions(),
-                }
-            )
+            host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
+                              spec.stall_timeout_s, spec.max_response_bytes)  # fmt: skip
+            options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
+                                     spec.responses_state)  # fmt: skip
+            header = build_header(spec, host, workload, sim, truth_log)
+            if previous is None:
+                writer.header(header)
+            else:
+                _resume_into(writer, previous, header, truth_log)
             try:
                 footer = event_loop.run(
                     run_load(
@@ -184,16 +254,90 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                         spec.load,
                         writer,
                         progress=spec.progress,
+                        check=_threshold_check(spec, stream, writer),
+                        extra=_side_jobs(spec, windows, writer, exporter, base_url),
+                        first_task=previous.tasks_started if previous else 0,
                     )
                 )
+                if windows is not None:
+                    writer.mark("window", windows.close(perf_counter()))  # the last one, cut at the end
             except KeyboardInterrupt:
                 footer = {"stop_reason": "interrupted"}
                 raise
     finally:
         with contextlib.suppress(Exception):
-            writer.footer({**footer, "requests": len(writer.data.requests), "tasks": len(writer.data.tasks)})
+            writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    summary = summarize(writer.data)
-    if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-        summary["truth"] = compare(writer.data.requests, load_truth(truth_log))
-    return RunResult(summary, writer.data.header, out)
+    if previous is None and windows is None:
+        summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
+        if truth_log is not None and truth_log.exists():  # complete: the host has stopped
+            summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
+        judge(summary, writer.header_data, writer.footer_data)
+    else:  # segments and windows: as the report reads them (its baseline gate included)
+        try:
+            summary = rebuild_run(out).summary
+        except ValueError as exc:  # a baseline that cannot be read
+            raise RunError(f"--baseline: {exc}") from None
+    return RunResult(summary, writer.header_data, out, writer.footer_data)
+
+
+def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:
+    """The resumed run's configuration against the file's (the host's own answers, such as its model, aside)."""
+    model = spec.model or previous.header.get("host", {}).get("model")
+    host = HostConfig(spec.host or previous.header.get("host", {}).get("base_url", ""), model, spec.api)
+    sim = None if spec.host else {"profile": _sim_profile_name(spec), "faults": spec.sim_faults,
+                                  "dialect": spec.sim_dialect, "fallback": spec.sim_fallback}  # fmt: skip
+    try:
+        check_same(previous.header, build_header(spec, host, workload, sim, None), duration)
+    except ResumeError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _resume_into(writer: RunWriter, previous: Previous, header: dict[str, Any], truth_log: Path | None) -> None:
+    writer.resumed(previous.header)
+    writer.mark("segment", {"index": previous.segments, "created": header["created"], "clock": header["clock"],
+                            "after": previous.stop_reason or "killed (no footer)", "elapsed_before_s":
+                            previous.elapsed_s, "tasks_before": previous.tasks_started,
+                            "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
+
+
+def _side_jobs(
+    spec: RunSpec, windows: WindowRecorder | None, writer: RunWriter, exporter: PrometheusSink | None, base_url: str
+) -> list[Any]:
+    jobs: list[Any] = []
+    if windows is not None:
+        scrape = endpoint(spec.scrape_metrics, base_url) if spec.scrape_metrics else None
+        jobs.append(lambda: _close_windows(windows, writer, scrape))
+    if exporter is not None and spec.prometheus:
+        address = spec.prometheus
+        jobs.append(lambda: serve_metrics(exporter, address))
+    return jobs
+
+
+async def _close_windows(windows: WindowRecorder, writer: RunWriter, scrape: str | None) -> None:
+    """Append each window's record as it closes (written and synced: a killed soak keeps every closed window),
+    with the host's own metrics of the window when asked to scrape them."""
+    sampler = HostMetrics(scrape) if scrape else None
+    if sampler is not None:
+        await sampler.sample()  # the baseline the first window's deltas count from
+    while True:
+        await asyncio.sleep(max(windows.due() - perf_counter(), 0.0))
+        if sampler is not None:
+            windows.host_metrics = await sampler.sample()
+        writer.mark("window", windows.close(perf_counter()))
+
+
+def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:
+    """For --abort-on-fail: a check the closed loop calls every few seconds (None: no check)."""
+    if not (spec.abort_on_fail and spec.thresholds):
+        return None
+    thresholds = parse_all(spec.thresholds)
+
+    def check() -> str | None:
+        summary = stream.summary(writer.header_data)
+        if not summary["window"]["steady"]:
+            return None  # before the steady window opens, figures are warm-up's
+        breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]
+        return f"threshold breached: {', '.join(breached)}" if breached else None
+
+    return check

@@ -84,14 +84,15 @@ def level_summary(entry: dict[str, Any], index_path: Path) -> dict[str, Any]:
 
 
 def summarize_file(run: Path) -> dict[str, Any]:
-    """A run file's summary with its truth-log check when the log is found (what the live run printed)."""
-    from replay.results.metrics import summarize
-    from replay.results.records import read_run
-    from replay.results.truth_compare import compare, find_truth_log, load_truth
+    """A run file's summary as the live run gave it: its truth-log check when the log is found, its verdict; not
+    the recorded-timeline comparison, which only ``replay report`` adds (it reads the workload files)."""
+    return rebuild(run).summary
 
-    data = read_run(run)
-    summary = summarize(data)
-    truth = find_truth_log(run, data.header)
-    if truth:
-        summary["truth"] = compare(data.requests, load_truth(truth))
-    return summary
+
+def rebuild(run: Path, records: bool = False) -> Any:
+    """``replay.jobs.rebuild.rebuild_run`` without the recorded timeline (``records``: keep every record too)."""
+    from replay.jobs.rebuild import rebuild_run
+
+    rebuilt = rebuild_run(run, records=records)
+    (rebuilt.summary.get("breakdown") or {}).pop("recorded_timeline", None)
+    return rebuilt

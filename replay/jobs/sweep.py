@@ -71,8 +71,9 @@ def rules(index: dict[str, Any]) -> tuple[Rule, tuple[Threshold, ...]]:
 
 
 def level_row(lv: Level, hw: Hardware, slo: tuple[Threshold, ...]) -> dict[str, Any]:
-    """One level of the JSON: its concurrency and run file, its whole summary, throughput per GPU, its SLO."""
-    row: dict[str, Any] = {"concurrency": lv.concurrency, "run": lv.run, **lv.summary}
+    """One level of the JSON: its concurrency and run file (``run_file``), its whole summary, throughput per GPU,
+    its SLO."""
+    row: dict[str, Any] = {"concurrency": lv.concurrency, "run_file": lv.run, **lv.summary}
     row["per_gpu"] = {
         "total_tps": per_unit(value(lv.summary, "throughput.total_tps"), hw)["per_gpu"],
         "output_tps": per_unit(value(lv.summary, "throughput.output_tps"), hw)["per_gpu"],

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from replay.results.breakdowns import decode_tps
+from replay.results.accumulator import decode_tps
 from replay.results.metrics import steady_window
 from replay.results.records import RequestRecord, RunData
 
@@ -119,11 +119,12 @@ def _task_figures(run: RunData, keys: list[str], rng: np.random.Generator, n: in
                     num[index[r.task]] += r.cached_tokens
                     den[index[r.task]] += r.prompt_tokens
             out[key] = _ratio_of_sums(num, den, counts)
-        elif key == "error_rate":
+        elif key == "error_rate":  # calls that failed after their retries: final attempts only, as the summary
             num, den = np.zeros(len(tasks)), np.zeros(len(tasks))
             for r in run.requests:
-                num[index[r.task]] += r.error is not None
-                den[index[r.task]] += 1
+                if getattr(r, "final", True):
+                    num[index[r.task]] += r.error is not None
+                    den[index[r.task]] += 1
             out[key] = _ratio_of_sums(num, den, counts)
     if "tasks.wall_s" in keys:
         walls = np.array([t.t_end - t.t_start for t in run.tasks if t.complete])

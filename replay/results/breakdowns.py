@@ -6,27 +6,28 @@ the calls the summary measured (successful, sent in the steady window) into fixe
 same figures as the summary: requests, cache ratios, TTFT and decode speed. Fixed buckets, always all of them
 (empty ones with ``requests`` 0), so runs can be put side by side row for row. Definitions in docs/metrics.md.
 
-Percentiles are order statistics (numpy's ``inverted_cdf``), which is what HdrHistogram's
-``get_value_at_percentile`` approximates to 3 significant digits in the summary: a bucket holding every call
-shows the summary's own figure.
+Bucket percentiles come from HdrHistograms (3 significant digits) kept per bucket by the accumulator, as the
+summary's own do, so a run of hours needs no list of its calls; a bucket holding every call shows the summary's
+own figure. ``percentiles`` (exact order statistics) serves the reports that do hold a run's records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from replay.results.accumulator import (
+    CONTEXT_EDGES,
+    CONTEXT_LABELS,
+    TPS_SCALE,
+    TURN_EDGES,
+    TURN_LABELS,
+    US,
+    Accumulator,
+)
 from replay.results.records import RequestRecord
-
-K = 1024
-# Prompt tokens: [low, high) per bucket; the vendor's "8k" is 8 × 1024.
-CONTEXT_EDGES = (0, 8 * K, 32 * K, 64 * K, 128 * K)
-CONTEXT_LABELS = ("<8k", "8-32k", "32-64k", "64-128k", ">=128k")
-# Turn index within its trajectory (0 = first call): powers of two, so early turns keep their own rows.
-TURN_EDGES = (0, 1, 2, 4, 8, 16, 32, 64)
-TURN_LABELS = ("0", "1", "2-3", "4-7", "8-15", "16-31", "32-63", ">=64")
 
 
 def prompt_tokens(r: RequestRecord) -> int:
@@ -36,14 +37,6 @@ def prompt_tokens(r: RequestRecord) -> int:
 
 def ttft_s(r: RequestRecord) -> float | None:
     return r.t_first_token - r.t_sent if r.t_first_token is not None else None
-
-
-def decode_tps(r: RequestRecord) -> float | None:
-    """Per-user decode speed after the first token, as the summary's ``user_decode_tps`` defines it."""
-    n_out = r.output_tokens if r.output_tokens is not None else r.output_events
-    if n_out >= 2 and r.t_first_token and r.t_last_token and r.t_last_token > r.t_first_token:
-        return (n_out - 1) / (r.t_last_token - r.t_first_token)
-    return None
 
 
 def percentiles(values: Sequence[float], ps: tuple[int, ...]) -> dict[str, float | int | None]:
@@ -58,54 +51,49 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
-def bucket_figures(calls: list[RequestRecord]) -> dict[str, Any]:
-    """The summary's per-call figures over one bucket's calls."""
-    est = sum(r.prompt_tokens_est for r in calls)
-    reusable = sum(r.reusable_prefix_tokens for r in calls)
-    reported = [r for r in calls if r.prompt_tokens is not None and r.cached_tokens is not None]
-    hit = _ratio(sum(r.cached_tokens or 0 for r in reported), sum(r.prompt_tokens or 0 for r in reported))
-    reuse = _ratio(reusable, est)
-    ttft = [v for v in map(ttft_s, calls) if v is not None]
-    decode = [v for v in map(decode_tps, calls) if v is not None]
+def _hist_percentiles(h: Any, ps: tuple[int, ...], scale: float) -> dict[str, float | int | None]:
+    n = h.get_total_count()
+    if not n:
+        return {f"p{p}": None for p in ps} | {"n": 0}
+    return {f"p{p}": h.get_value_at_percentile(p) / scale for p in ps} | {"n": n}
+
+
+def _row(label: str, low: int, high: int | None, b: Any) -> dict[str, Any]:
+    hit = _ratio(b.host_cached, b.host_prompt) if b.reported else None
+    reuse = _ratio(b.reusable, b.est)
     return {
-        "requests": len(calls),
+        "bucket": label,
+        "low": low,
+        "high": high,
+        "requests": b.requests,
         "host_hit_ratio": hit,
         "client_reuse_ratio": reuse,
         "cache_efficiency": hit / reuse if (hit is not None and reuse) else None,
-        "ttft_s": percentiles(ttft, (50, 95)),
-        "decode_tps": percentiles(decode, (25, 50)),
+        "ttft_s": _hist_percentiles(b.ttft, (50, 95), US),
+        "decode_tps": _hist_percentiles(b.decode, (25, 50), TPS_SCALE),
     }
 
 
-def _bucket_index(value: int, edges: tuple[int, ...]) -> int:
-    return int(np.searchsorted(edges, value, side="right")) - 1
+def breakdown_figures(acc: Accumulator) -> dict[str, Any]:
+    """The summary's ``breakdown``: the window's successful calls by context length and by turn depth."""
+    measured, reported = acc.sums["measured"], acc.sums["m_prompt_reported"]
+    source = "host" if reported == measured else (
+        "client estimate" if reported == 0 else "host, client estimate where the host reported none")  # fmt: skip
 
+    def rows(edges: tuple[int, ...], labels: tuple[str, ...], buckets: list[Any]) -> list[dict[str, Any]]:
+        return [_row(label, edges[i], edges[i + 1] if i + 1 < len(edges) else None, b)
+                for i, (label, b) in enumerate(zip(labels, buckets, strict=True))]  # fmt: skip
 
-def by_buckets(
-    calls: list[RequestRecord], key: Callable[[RequestRecord], int], edges: tuple[int, ...], labels: tuple[str, ...]
-) -> list[dict[str, Any]]:
-    """One row per bucket [edges[i], edges[i+1]) of ``key``, in order, empty buckets included."""
-    groups: list[list[RequestRecord]] = [[] for _ in labels]
-    for r in calls:
-        groups[max(0, _bucket_index(key(r), edges))].append(r)
-    rows = []
-    for i, (label, group) in enumerate(zip(labels, groups, strict=True)):
-        high = edges[i + 1] if i + 1 < len(edges) else None
-        rows.append({"bucket": label, "low": edges[i], "high": high, **bucket_figures(group)})
-    return rows
-
-
-def _prompt_source(calls: list[RequestRecord]) -> str:
-    reported = sum(r.prompt_tokens is not None for r in calls)
-    if reported == len(calls):
-        return "host"
-    return "client estimate" if reported == 0 else "host, client estimate where the host reported none"
+    return {
+        "prompt_tokens_from": source,
+        "by_context": rows(CONTEXT_EDGES, CONTEXT_LABELS, acc.by_context),
+        "by_turn": rows(TURN_EDGES, TURN_LABELS, acc.by_turn),
+    }
 
 
 def breakdown(measured: list[RequestRecord]) -> dict[str, Any]:
-    """The summary's ``breakdown``: the window's successful calls by context length and by turn depth."""
-    return {
-        "prompt_tokens_from": _prompt_source(measured),
-        "by_context": by_buckets(measured, prompt_tokens, CONTEXT_EDGES, CONTEXT_LABELS),
-        "by_turn": by_buckets(measured, lambda r: r.turn, TURN_EDGES, TURN_LABELS),
-    }
+    """The breakdown of a list of calls (all taken as measured)."""
+    acc = Accumulator()
+    for r in measured:
+        acc.add(r, True, lambda t: True)
+    return breakdown_figures(acc)

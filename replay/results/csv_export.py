@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.results.breakdowns import decode_tps, ttft_s
+from replay.results.accumulator import decode_tps
+from replay.results.breakdowns import ttft_s
 from replay.results.metrics import steady_window
 from replay.results.records import RequestRecord, RunData
 from replay.results.timeline import run_start

@@ -13,13 +13,14 @@ process on the machine); the header's ``clock`` anchor maps them to wall-clock t
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
+
+from replay.results.scrub import Scrubber
 
 RUN_FORMAT = "replay.run/1"
 
@@ -60,6 +61,10 @@ class RequestRecord:
     t_call: float | None = None  # the client began the call; t_sent - t_call is its own wait (and connecting)
     retries: int = 0  # resent once on a fresh connection when a kept-alive one turned out closed
     served: dict[str, Any] | None = None  # what the host says served it: model, tier, provider, fingerprint, id
+    attempt: int = 1  # 1 for a turn's first try, 2 for its first retry, ...
+    wait_s: float = 0.0  # backoff waited before this attempt (throttled time)
+    throttle_s: float = 0.0  # --max-rpm wait before this attempt (throttled time)
+    final: bool = True  # no further attempt followed: for a failed call, the turn failed
     headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
 
     @property
@@ -78,13 +83,19 @@ class TaskRecord:
     t_end: float
     turns: int  # model calls made
     turns_total: int  # turns in the trajectory
-    model_time_s: float  # sum of E2E of the task's calls
-    tool_time_s: float  # sum of the pauses actually taken
-    complete: bool
-    errors: int = 0  # failed calls, subagents' included
+    model_time_s: float  # sum of t_done - t_sent over the task's own attempts
+    tool_time_s: float  # sum of the pauses actually taken (and of waiting for subagents)
+    complete: bool  # every turn replayed and every call (after its retries) succeeded
+    errors: int = 0  # failed attempts, subagents' included
     subagents: int = 0  # subagent runs in the task's tree
     subagent_calls: int = 0
     subagent_model_time_s: float = 0.0  # sum of E2E of the subagents' calls (they overlap the parent's pauses)
+    status: str = "complete"  # complete | failed (a turn failed after its last attempt) | partial (cut by the stop)
+    failed_turns: int = 0  # turns whose last attempt failed, subagents' included
+    attempts: int = 0  # calls made, retries included
+    throttled_time_s: float = 0.0  # backoff and --max-rpm waits of the task's own calls
+    queue_time_s: float = 0.0  # sum of t_sent - t_call: the client's own wait before bytes left
+    ended_by: str | None = None  # why a failed task stopped early (end-task, context_overflow, abort)
 
 
 @dataclass(slots=True)
@@ -98,6 +109,9 @@ class RunData:
     client: list[dict[str, Any]]
     footer: dict[str, Any] | None
     skipped_lines: int = 0
+    marks: list[dict[str, Any]] = field(default_factory=list)  # window and segment records, in file order
+    # A resumed run: the phase marks of each segment after the first (``phases`` holds the first segment's).
+    later_phases: list[dict[str, float]] = field(default_factory=list)
 
 
 def clock_anchor() -> dict[str, float]:
@@ -106,92 +120,84 @@ def clock_anchor() -> dict[str, float]:
 
 
 class RunWriter:
-    """Appends records to the run file, one flushed line each, and mirrors them in memory.
+    """Appends records to the run file, one flushed line each, and hands each to a ``sink`` as it goes.
 
-    The mirror (``data``) is what the live run summarises; ``replay report`` summarises the file.
-    Both go through ``replay.results.metrics.summarize``, so they print the same figures.
+    Nothing is kept of the requests: the sink (``replay.results.streaming.StreamSummary`` for a run) summarises
+    them as they come, in the order the file holds them, exactly as ``replay report`` will read the file back.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, scrub: Scrubber | None = None, sink: Any = None, append: bool = False) -> None:
         self.path = Path(path)
+        self._scrub = scrub if scrub else None  # secrets never written, whatever path they took
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self._file: IO[bytes] = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
+        if append and self.path.stat().st_size:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":  # a line torn by a kill stays torn, apart: the next line starts clean
+                    self._file.write(b"\n")
         self._since_sync = 0
-        self.data = RunData(header={}, requests=[], tasks=[], phases={}, client=[], footer=None)
+        self.sink = sink
+        self.header_data: dict[str, Any] = {}
+        self.footer_data: dict[str, Any] | None = None
+        self.requests = self.tasks = 0
 
     def _write(self, kind: str, payload: dict[str, Any]) -> None:
-        self._file.write(orjson.dumps({"type": kind, **payload}) + b"\n")
+        line = orjson.dumps({"type": kind, **payload})
+        if self._scrub is not None:
+            line = self._scrub.line(line)
+        self._file.write(line + b"\n")
         self._file.flush()
         self._since_sync += 1
         if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
-            os.fsync(self._file.fileno())
-            self._since_sync = 0
+            self.sync()
+
+    def sync(self) -> None:
+        os.fsync(self._file.fileno())
+        self._since_sync = 0
 
     def header(self, header: dict[str, Any]) -> None:
-        self.data.header = {"format": RUN_FORMAT, **header}
-        self._write("header", self.data.header)
+        header = self._scrub.value(header) if self._scrub is not None else header  # kept as the file has it
+        self.header_data = {"format": RUN_FORMAT, **header}
+        self._write("header", self.header_data)
 
     def request(self, rec: RequestRecord) -> None:
         self._write("request", asdict(rec))
-        self.data.requests.append(rec)
+        self.requests += 1
+        if self.sink is not None:
+            self.sink.request(rec)
 
     def task(self, rec: TaskRecord) -> None:
         self._write("task", asdict(rec))
-        self.data.tasks.append(rec)
+        self.tasks += 1
+        if self.sink is not None:
+            self.sink.task(rec)
 
     def phase(self, name: str, t: float) -> None:
         self._write("phase", {"name": name, "t": t})
-        self.data.phases[name] = t
+        if self.sink is not None:
+            self.sink.phase(name, t)
 
     def client(self, sample: dict[str, Any]) -> None:
         self._write("client", sample)
-        self.data.client.append(sample)
+        if self.sink is not None:
+            self.sink.sample(sample)
+
+    def resumed(self, header: dict[str, Any]) -> None:
+        """Go on writing a run whose file already holds ``header`` (``replay run --resume``)."""
+        self.header_data = header
+
+    def mark(self, kind: str, payload: dict[str, Any]) -> None:
+        """A window or segment record, written and synced at once (a soak's night must survive a power cut)."""
+        self._write(kind, payload)
+        self.sync()
 
     def footer(self, footer: dict[str, Any]) -> None:
         self._write("footer", footer)
-        self.data.footer = footer
+        self.footer_data = footer
 
     def close(self) -> None:
         if not self._file.closed:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
-
-
-def read_run(path: str | Path) -> RunData:
-    """Parse a run file; a torn last line (crash mid-write) is skipped and counted, not fatal."""
-    header: dict[str, Any] | None = None
-    requests: list[RequestRecord] = []
-    tasks: list[TaskRecord] = []
-    phases: dict[str, float] = {}
-    client: list[dict[str, Any]] = []
-    footer: dict[str, Any] | None = None
-    skipped = 0
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                skipped += 1
-                print(f"{path}:{lineno}: skipped an unreadable line (torn write?)", file=sys.stderr)
-                continue
-            kind = obj.pop("type", None)
-            if kind == "request":
-                requests.append(RequestRecord(**obj))
-            elif kind == "task":
-                tasks.append(TaskRecord(**obj))
-            elif kind == "phase":
-                phases[obj["name"]] = obj["t"]
-            elif kind == "client":
-                client.append(obj)
-            elif kind == "header":
-                header = obj
-            elif kind == "footer":
-                footer = obj
-    if header is None:
-        raise ValueError(f"{path}: not a replay run file (no header line)")
-    if header.get("format") != RUN_FORMAT:
-        raise ValueError(f"{path}: run file format {header.get('format')!r}, expected {RUN_FORMAT!r}")
-    return RunData(header, requests, tasks, phases, client, footer, skipped)

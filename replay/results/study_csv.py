@@ -14,12 +14,19 @@ def write_levels_csv(sweep: dict[str, Any], path: str | Path) -> Path:
     """Write ``path`` (its directory made if missing) and return it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    columns = ["concurrency", *[f.key for f in FIGURES], "per_gpu.total_tps", "per_gpu.output_tps", "slo_ok", "run"]
+    columns = [
+        "concurrency",
+        *[f.key for f in FIGURES],
+        "per_gpu.total_tps",
+        "per_gpu.output_tps",
+        "slo_ok",
+        "run_file",
+    ]
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(columns)
         for lv in sweep["levels"]:
             cells = [lv["concurrency"], *[value(lv, fig.key) for fig in FIGURES]]
-            cells += [lv["per_gpu"]["total_tps"], lv["per_gpu"]["output_tps"], lv.get("slo_ok"), lv.get("run")]
+            cells += [lv["per_gpu"]["total_tps"], lv["per_gpu"]["output_tps"], lv.get("slo_ok"), lv.get("run_file")]
             w.writerow(["" if c is None else (int(c) if isinstance(c, bool) else c) for c in cells])
     return path

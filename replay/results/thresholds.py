@@ -93,9 +93,19 @@ def _candidates(figure: str) -> list[tuple[str, ...]]:
     return out
 
 
-def parse_all(texts: list[str] | tuple[str, ...]) -> list[Threshold]:
-    """Expressions given as repeated options, each possibly a comma-separated list (``--slo 'a<1,b>2'``)."""
-    return [Threshold.parse(part) for text in texts for part in text.split(",") if part.strip()]
+def parse_all(texts: list[str] | tuple[str, ...], check_figures: bool = False) -> list[Threshold]:
+    """Expressions given as repeated options, each possibly a comma-separated list (``--slo 'a<1,b>2'``).
+
+    ``check_figures`` also checks that each names a figure a summary has (before a run, not after it)."""
+    parsed = [Threshold.parse(part) for text in texts for part in text.split(",") if part.strip()]
+    if check_figures and parsed:
+        from replay.results.metrics import summarize
+        from replay.results.records import RunData
+
+        template = summarize(RunData({}, [], [], {}, [], None))  # every key a summary has, with no values
+        for threshold in parsed:
+            threshold.path(template)
+    return parsed
 
 
 def judge_all(thresholds: list[Threshold], summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -15,9 +15,12 @@
   admission happens in a step that preempted.
 - A step admits only requests queued before it starts (in the real-time loop, one may arrive between a
   step's scheduled start and the moment the loop gets to run it; it waits for the next step).
-- A step's duration comes from the profile's physical model (``SimProfile.step_time``) over the tokens
-  it computes and the KV they read. At its end each sequence whose tokens are all computed samples one
-  token; a sequence that has its answer is finished and lets go of its blocks.
+- A step's duration comes from the profile (``SimProfile.step_seconds``) over the step's shape: the
+  tokens it computes, the KV they read, which of them are decodes and which prefill chunks, and the
+  engine's uptime (counted from the first request it was given, for profiles that speed up): a step
+  table's figures if the profile has one, else the roofline of its physical inputs. At its end each
+  sequence whose tokens are all computed samples one token; a sequence that has its answer is
+  finished and lets go of its blocks.
 
 ``SimEngine`` runs the core in real time: it sleeps until each step's end, anchored to the previous
 step's end (never to when a sleep returned, so there is no drift), then hands the tokens to the
@@ -37,6 +40,7 @@ import numpy as np
 
 from replay.sim.prefix_cache import KVBlockPool
 from replay.sim.profiles import SimProfile, check_profile
+from replay.sim.step_table import StepShape
 
 WAITING, RUNNING, FINISHED, ABORTED = "waiting", "running", "finished", "aborted"
 
@@ -108,6 +112,26 @@ class Step:
     preempted: list[Seq] = field(default_factory=list)
 
 
+def step_shape(items: list[tuple[Seq, int]]) -> StepShape:
+    """The shape of a step over ``items`` (sequence, tokens it computes): a sequence that has all its
+    tokens but the last sampled one computed, and computes that one, is decoding; anything else is a
+    prefill chunk (a prompt's, or a preempted sequence's recompute)."""
+    tokens = decodes = prefill_tokens = 0
+    kv_read = pairs = decode_ctx = prefill_ctx = 0.0
+    for seq, n in items:
+        done = seq.num_computed
+        tokens += n
+        kv_read += done + n
+        pairs += n * (done + (n + 1) / 2)
+        if n == 1 and seq.num_output > 0 and done + 1 == seq.total_len:
+            decodes += 1
+            decode_ctx += done + 1
+        else:
+            prefill_tokens += n
+            prefill_ctx += n * done
+    return StepShape(tokens, kv_read, pairs, decodes, decode_ctx, prefill_tokens, prefill_ctx)
+
+
 class EngineCore:
     """Scheduler, KV blocks and step timing, with no clock of its own: ``schedule(t)``, then ``complete``."""
 
@@ -119,6 +143,7 @@ class EngineCore:
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []
         self.rng = random.Random(seed)
+        self.t_first_request: float | None = None  # the engine's uptime counts from here
         # counters, as vLLM exports them
         self.steps = 0
         self.busy_s = 0.0
@@ -147,6 +172,8 @@ class EngineCore:
         return seq
 
     def add(self, seq: Seq, t: float) -> None:
+        if self.t_first_request is None:
+            self.t_first_request = t
         seq.t_queued = t
         seq.state = WAITING
         self.waiting.append(seq)
@@ -235,13 +262,9 @@ class EngineCore:
                 budget -= n
         if not items:
             return None
-        tokens = kv_read = 0
-        pairs = 0.0
-        for seq, n in items:
-            tokens += n
-            kv_read += seq.num_computed + n
-            pairs += n * (seq.num_computed + (n + 1) / 2)
-        return Step(items, tokens, p.step_time(tokens, kv_read, pairs), t, preempted)
+        shape = step_shape(items)
+        uptime = t - (self.t_first_request if self.t_first_request is not None else t)
+        return Step(items, shape.tokens, p.step_seconds(shape, uptime), t, preempted)
 
     def complete(self, step: Step, t_end: float) -> None:
         """Apply a step that ended at ``t_end``: computed tokens, named blocks, sampled tokens, finishes."""

@@ -15,8 +15,10 @@ def _line(name: str, labels: dict[str, str], value: float) -> str:
     return f"{name}{{{inner}}} {value:g}" if inner else f"{name} {value:g}"
 
 
-def exposition(engine: SimEngine, faults: FaultPlan, requests: dict[str, int], model: str) -> str:
-    """The text exposition format (version 0.0.4)."""
+def exposition(
+    engine: SimEngine, faults: FaultPlan, requests: dict[str, int], model: str, routes: dict[str, int] | None = None
+) -> str:
+    """The text exposition format (version 0.0.4). The vLLM metrics are the primary route's engine's."""
     core = engine.core
     pool = core.pool
     p = engine.profile
@@ -60,4 +62,6 @@ def exposition(engine: SimEngine, faults: FaultPlan, requests: dict[str, int], m
            [({"status": s}, n) for s, n in sorted(requests.items())] or [({"status": "ok"}, 0)])  # fmt: skip
     metric("replay_sim:faults_total", "counter", "Faults injected, by kind.",
            [({"kind": k}, n) for k, n in faults.counts.items()] or [({"kind": "none"}, 0)])  # fmt: skip
+    metric("replay_sim:route_requests_total", "counter", "Valid requests by route (primary, fallback:PROFILE).",
+           [({"route": r}, n) for r, n in (routes or {"primary": 0}).items()])  # fmt: skip
     return "\n".join(out) + "\n"

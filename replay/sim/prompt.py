@@ -195,3 +195,57 @@ def _anthropic_text(content: Any) -> str:
             inner = block.get("content")
             parts.append(inner if isinstance(inner, str) else _anthropic_text(inner or []))
     return "".join(parts)
+
+
+def responses_to_chat(items: Any) -> list[dict[str, Any]]:
+    """A Responses API ``input`` as chat messages, so the same conversation counts the same in either API.
+
+    A string is one user message. Message items keep their role and join their text parts (``input_text``,
+    ``output_text``); ``function_call`` items become tool calls of the assistant message they follow (one
+    chat assistant message carries its text and its calls); ``function_call_output`` items become tool
+    messages; ``reasoning`` items are dropped, as earlier thinking is. ValueError naming the item otherwise.
+    """
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    if not isinstance(items, list) or not items:
+        raise ValueError("'input' must be a string or a non-empty list of items")
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"input[{i}] must be an object")
+        kind = item.get("type", "message")
+        if kind == "message":
+            if not isinstance(item.get("role"), str):
+                raise ValueError(f"input[{i}]: a message needs a string 'role'")
+            out.append({"role": item["role"], "content": _responses_text(item.get("content"), i)})
+        elif kind == "function_call":
+            name, arguments = item.get("name"), item.get("arguments")
+            if not isinstance(name, str) or not isinstance(arguments, str):
+                raise ValueError(f"input[{i}]: a function_call needs string 'name' and 'arguments'")
+            last = out[-1] if out else None
+            if last is None or last["role"] != "assistant":
+                last = {"role": "assistant", "content": None}
+                out.append(last)
+            last.setdefault("tool_calls", []).append({"function": {"name": name, "arguments": arguments}})
+        elif kind == "function_call_output":
+            out.append({"role": "tool", "content": _responses_text(item.get("output"), i)})
+        elif kind != "reasoning":
+            raise ValueError(
+                f"input[{i}]: item type {kind!r} is not one the sim serves "
+                "(message, function_call, function_call_output, reasoning)"
+            )
+    return out
+
+
+def _responses_text(content: Any, index: int) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValueError(f"input[{index}]: content must be a string or a list of parts")
+    return "".join(
+        p["text"]
+        for p in content
+        if isinstance(p, dict)
+        and isinstance(p.get("text"), str)
+        and p.get("type") in ("input_text", "output_text", "text")
+    )

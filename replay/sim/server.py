@@ -1,16 +1,17 @@
-"""HTTP face of the simulated host: OpenAI chat completions and completions, Anthropic Messages,
+"""HTTP face of the simulated host: OpenAI chat completions, completions and Responses, Anthropic Messages,
 ``/v1/models``, Prometheus ``/metrics``, plus the entry points.
 
 ``serve()`` runs it as a process (``replay run`` starts one and reads the READY line for the port);
-``start_sim()`` runs it inside the caller's event loop for tests. Every request goes the same way: parse,
-tokenise the prompt, draw its fault (``faults``), hand it to the engine, then write tokens as the engine
-samples them (all tokens due by the time the handler runs go out in one write), and log the truth.
+``start_sim()`` runs it inside the caller's event loop for tests. Every request goes the same way: parse
+(``requests``), tokenise the prompt, draw its route (``routes``) and its fault (``faults``), hand it to
+that route's engine, then answer (``answer``) in the API's shape and the dialect's (``dialects``), and log
+the truth.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
 import signal
 import sys
 import time
@@ -20,32 +21,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
-from aiohttp import web, web_protocol
+from aiohttp import web
 
 from replay import event_loop
+from replay.sim.answer import Job, complete, stream
+from replay.sim.arrivals import ARRIVALS, forget_arrival, stamp_arrivals
+from replay.sim.dialects import Dialect, get_dialect
 from replay.sim.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
-from replay.sim.faults import HTTP_KINDS, FaultPlan, FaultSpec
+from replay.sim.errors import error_body, fault_body, overflow_body, previous_not_found
+from replay.sim.exchange import PRIMARY, Exchange
+from replay.sim.faults import FaultPlan, FaultSpec, http_status
+from replay.sim.profile_file import resolve_profile
 from replay.sim.profiles import SimProfile, get_profile
 from replay.sim.prometheus import exposition
-from replay.sim.prompt import PromptTokenizer, anthropic_to_chat
+from replay.sim.prompt import PromptTokenizer
+from replay.sim.ratelimits import RateLimits
+from replay.sim.requests import MODEL_ID, PARSERS, BadRequest, SimRequest, affinity_headers
+from replay.sim.response_store import ResponseStore, keep_response, prompt_messages, shell
+from replay.sim.routes import FallbackSpec, RoutePlan
 from replay.sim.truth import TruthLog, TruthRecord
-from replay.sim.wire import (
-    ChatStream,
-    CompletionStream,
-    Counts,
-    MessagesStream,
-    anthropic_body,
-    anthropic_error_body,
-    completion_body,
-    error_body,
-    text_completion_body,
-    usage,
-)
 
-MODEL_ID = "replay-sim"  # listed by /v1/models; any requested model name is accepted and echoed
-DEFAULT_MAX_TOKENS = 256
-_COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # as OpenAI's legacy completions
 _MAX_BODY_BYTES = 256 * 1024 * 1024  # long agent contexts are megabytes of JSON
 _SHUTDOWN_GRACE_S = 0.5  # for requests that slip in on a kept-alive connection while stopping
 
@@ -54,106 +49,20 @@ _SHUTDOWN_GRACE_S = 0.5  # for requests that slip in on a kept-alive connection 
 class _Sim:
     """What the handlers share."""
 
-    engine: SimEngine
+    engine: SimEngine  # the primary route's
     prompts: PromptTokenizer
     truth: TruthLog
     faults: FaultPlan
+    dialect: Dialect
+    routes: RoutePlan
+    engines: dict[str, SimEngine]  # by route
+    limits: RateLimits = field(default_factory=RateLimits)
+    responses: ResponseStore = field(default_factory=ResponseStore)
     inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # handlers, cancelled on stop
     requests: dict[str, int] = field(default_factory=dict)  # by final status, for /metrics
 
 
 _SIM = web.AppKey("sim", _Sim)
-
-
-class _BadRequest(Exception):
-    """The request body is not a request the sim can serve."""
-
-
-@dataclass(slots=True)
-class _Req:
-    api: str  # chat | completions | messages
-    model: str
-    max_tokens: int
-    stream: bool
-    include_usage: bool
-    ignore_eos: bool
-    min_tokens: int
-    prompt: Callable[[PromptTokenizer], Awaitable[np.ndarray]]
-    cache_control: bool = False  # Anthropic: the request marks cache breakpoints
-
-
-def _int_field(body: dict[str, Any], *names: str, default: int | None, minimum: int) -> int | None:
-    for name in names:
-        if body.get(name) is not None:
-            value = body[name]
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise _BadRequest(f"'{name}' must be an integer >= {minimum}")
-            return value
-    return default
-
-
-def _common(body: Any, api: str, default_max: int | None) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise _BadRequest("body must be a JSON object")
-    max_tokens = _int_field(body, "max_completion_tokens", "max_tokens", default=default_max, minimum=1)
-    if max_tokens is None:
-        raise _BadRequest("'max_tokens' is required")
-    model = body.get("model")
-    stream = body.get("stream") is True
-    options = body.get("stream_options")
-    asked = stream and isinstance(options, dict) and options.get("include_usage") is True
-    return {
-        "api": api,
-        "model": model if isinstance(model, str) and model else MODEL_ID,
-        "max_tokens": max_tokens,
-        "stream": stream,
-        "include_usage": api == "messages" or asked,
-        "ignore_eos": body.get("ignore_eos") is True,
-        "min_tokens": _int_field(body, "min_tokens", default=0, minimum=0) or 0,
-    }  # fmt: skip
-
-
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise _BadRequest(f"body is not valid JSON: {exc}") from None
-
-
-def _parse_chat(raw: bytes) -> _Req:
-    body = _loads(raw)
-    common = _common(body, "chat", DEFAULT_MAX_TOKENS)
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise _BadRequest("'messages' must be a non-empty list")
-    return _Req(**common, prompt=lambda p: p.prompt_ids(messages))
-
-
-def _parse_completions(raw: bytes) -> _Req:
-    body = _loads(raw)
-    common = _common(body, "completions", _COMPLETIONS_DEFAULT_MAX_TOKENS)
-    prompt = body.get("prompt")
-    return _Req(**common, prompt=lambda p: p.text_ids(prompt))
-
-
-def _parse_messages(raw: bytes) -> _Req:
-    body = _loads(raw)
-    common = _common(body, "messages", None)
-    messages = anthropic_to_chat(body.get("system"), body.get("messages"))
-    return _Req(**common, prompt=lambda p: p.prompt_ids(messages), cache_control=b'"cache_control"' in raw)
-
-
-_PARSERS = {"chat": _parse_chat, "completions": _parse_completions, "messages": _parse_messages}
-_ANTHROPIC_ERRORS = {400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error", 503: "overloaded_error"}
-_OPENAI_ERRORS = {400: "invalid_request_error", 429: "rate_limit_error", 500: "server_error", 503: "server_error"}
-
-
-def _error(api: str, status: int, message: str, headers: dict[str, str]) -> web.Response:
-    if api == "messages":
-        body = anthropic_error_body(message, _ANTHROPIC_ERRORS.get(status, "api_error"))
-    else:
-        body = error_body(message, _OPENAI_ERRORS.get(status, "server_error"))
-    return web.Response(status=status, body=body, content_type="application/json", headers=headers)
 
 
 def _handler(api: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -163,90 +72,54 @@ def _handler(api: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]
     return handle
 
 
-_ARRIVALS: dict[int, float] = {}  # id(connection protocol) -> when the next request's first bytes came in
-
-
-def _stamp_arrivals() -> None:
-    """Stamp each request where its first bytes enter the server (``RequestHandler.data_received``).
-
-    The handler runs only after the loop has parsed this and other connections' bytes; at 64 simultaneous
-    requests that is milliseconds late. A connection carries one request at a time (clients do not pipeline),
-    so its first ``data_received`` after the previous request's body was read belongs to the next request.
-    """
-    cls = web_protocol.RequestHandler
-    if getattr(cls.data_received, "_replay_arrivals", False):
-        return
-    original = cls.data_received
-
-    def data_received(self: web_protocol.RequestHandler, data: bytes) -> None:
-        _ARRIVALS.setdefault(id(self), time.perf_counter())
-        original(self, data)
-
-    def connection_lost(self: web_protocol.RequestHandler, exc: BaseException | None) -> None:
-        _ARRIVALS.pop(id(self), None)
-        lost(self, exc)
-
-    lost = cls.connection_lost
-    data_received._replay_arrivals = True  # type: ignore[attr-defined]
-    cls.data_received = data_received  # type: ignore[method-assign]
-    cls.connection_lost = connection_lost  # type: ignore[method-assign]
-
-
-@web.middleware
-async def _forget_arrival(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Whatever a handler did, its request's arrival stamp must not be taken for the next request's."""
-    try:
-        return await handler(request)
-    finally:
-        _ARRIVALS.pop(id(request.protocol), None)
+def _exchange(req: SimRequest, record: TruthRecord, route: str) -> Exchange:
+    tier = req.body.get("service_tier")
+    return Exchange(
+        record.request_id,
+        req.api,
+        req.model,
+        int(time.time()),
+        route,
+        tier if isinstance(tier, str) else None,
+        req.body.get("perf_metrics_in_response") is True,
+    )
 
 
 async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
-    """Parse, tokenise, draw the fault, queue in the engine, answer; log the truth whatever happens."""
+    """Parse, tokenise, draw route and fault, queue in the engine, answer; log the truth whatever happens."""
     sim = request.app[_SIM]
-    engine = sim.engine
-    record = TruthRecord(request.headers.get("X-Request-Id") or uuid.uuid4().hex, time.perf_counter(), api=api)
-    headers = {"X-Request-Id": record.request_id}
+    rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+    record = TruthRecord(rid, time.perf_counter(), api=api, request_headers=affinity_headers(request.headers))
+    headers = {"X-Request-Id": rid, "x-replay-route": PRIMARY}
     task = asyncio.current_task()
     assert task is not None
     sim.inflight.add(task)
-    seq: Seq | None = None
+    engine, seq = sim.engine, None
     try:
-        try:
-            body = await request.read()
-            # The request arrived when its first bytes reached the server, which a burst of requests can put
-            # well before this handler ran (see _stamp_arrivals).
-            record.arrival = min(record.arrival, _ARRIVALS.pop(id(request.protocol), record.arrival))
-            req = _PARSERS[api](body)
-            prompt_ids = await req.prompt(sim.prompts)
-        except (_BadRequest, ValueError) as exc:
-            return _reject(record, api, 400, str(exc), headers, "bad_request")
-        record.prompt_tokens = len(prompt_ids)
+        read = await _read(sim, request, api, record, headers)
+        if isinstance(read, web.Response):
+            return read
+        req, previous, prompt_ids = read
+        record.route = route = sim.routes.draw()
+        headers["x-replay-route"] = route
+        engine = sim.engines[route]
+        x = _exchange(req, record, route)
+        sim.limits.note(len(prompt_ids))
         record.fault = fault = sim.faults.draw()
-        if fault in HTTP_KINDS:
-            status = int(fault)
-            if status in (429, 503):
-                headers["Retry-After"] = f"{sim.faults.param(fault):g}"
-            return _reject(record, api, status, f"simulated fault {fault}", headers, "fault")
-        profile = engine.profile
-        target, finish_reason = engine.core.plan_output(req.max_tokens, req.ignore_eos, req.min_tokens)
-        limit = profile.model_len_limit if not profile.instant else 1 << 62
-        if len(prompt_ids) + target > limit:
-            message = (
-                f"This model's maximum context length is {limit} tokens. However, you requested "
-                f"{len(prompt_ids) + target} tokens ({len(prompt_ids)} in the messages, {target} in the completion)."
-            )
-            return _reject(record, api, 400, message, headers, "rejected")
-        if profile.max_waiting and len(engine.core.waiting) >= profile.max_waiting:
-            return _reject(record, api, 503, "the waiting queue is full", headers, "rejected")
-        seq = engine.core.new_seq(record.request_id, prompt_ids, target, finish_reason)
-        if api == "completions":
-            seq.reasoning = 0
-        engine.submit(seq)
-        record.queued = seq.t_queued
-        if req.stream:
-            return await _stream(request, sim, seq, req, record, headers)
-        return await _complete(request, sim, seq, req, record, headers)
+        headers.update(sim.dialect.headers(x, sim.limits, exhausted=fault == "429"))
+        turned = _fault_answer(sim, req, record, headers)
+        admitted = turned or _admit(engine, req, record, prompt_ids, sim.dialect, headers)
+        if isinstance(admitted, web.Response):
+            return admitted
+        seq = admitted
+        job = Job(req, record, x, sim.dialect, engine, seq, headers, sim.faults.param(fault) if fault else 0.0,
+                  created_tokens=req.cache_control, shell=shell(req))  # fmt: skip
+        if fault == "bad_usage":
+            job.bad = record.fault_detail = sim.faults.bad_usage_variant()
+        answer = await (stream(request, job) if req.stream else complete(request, job))
+        if api == "responses" and req.store and record.status == "ok" and record.finish_reason:
+            keep_response(sim.responses, req, previous, seq, rid)
+        return answer
     except asyncio.CancelledError:
         record.status = "cancelled"
         raise
@@ -261,12 +134,74 @@ async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
         sim.truth.append(record)
 
 
-def _reject(
-    record: TruthRecord, api: str, status: int, message: str, headers: dict[str, str], kind: str
-) -> web.Response:
+async def _read(
+    sim: _Sim, request: web.Request, api: str, record: TruthRecord, headers: dict[str, str]
+) -> tuple[SimRequest, list[dict[str, Any]] | None, np.ndarray] | web.Response:
+    """The parsed request, the context it continues (Responses) and its prompt ids; or the 400 it gets."""
+    rid = record.request_id
+    try:
+        body = await request.read()
+        # The request arrived when its first bytes reached the server, which a burst of requests can put
+        # well before this handler ran (see arrivals.stamp_arrivals).
+        record.arrival = min(record.arrival, ARRIVALS.pop(id(request.protocol), record.arrival))
+        req = PARSERS[api](body)
+        record.request_fields = req.fields
+        previous = None
+        if req.previous_response_id is not None:
+            previous = sim.responses.get(req.previous_response_id)
+            if previous is None:
+                body = previous_not_found(sim.dialect, req.previous_response_id, rid)
+                return _reject(record, 400, body, headers, "bad_request")
+        messages = prompt_messages(req, previous)
+        if messages is None:
+            prompt_ids = await sim.prompts.text_ids(req.text_prompt)
+        else:
+            prompt_ids = await sim.prompts.prompt_ids(messages)
+    except (BadRequest, ValueError) as exc:
+        return _reject(record, 400, error_body(api, sim.dialect, 400, str(exc), rid), headers, "bad_request")
+    record.prompt_tokens = len(prompt_ids)
+    return req, previous, prompt_ids
+
+
+def _fault_answer(sim: _Sim, req: SimRequest, record: TruthRecord, headers: dict[str, str]) -> web.Response | None:
+    """The answer to a fault that is answered at once (an HTTP status, a context overflow), else None."""
+    fault, rid, d = record.fault, record.request_id, sim.dialect
+    status = http_status(fault)
+    if status is not None:
+        retry, record.retry_after = sim.faults.retry_headers(fault)  # type: ignore[arg-type]
+        return _reject(record, status, fault_body(req.api, d, status, rid), headers | retry, "fault")
+    if fault == "overflow":  # claims a context one token too short for the prompt
+        n = record.prompt_tokens
+        return _reject(record, 400, overflow_body(req.api, d, max(n - 1, 1), n, req.max_tokens, rid), headers, "fault")
+    return None
+
+
+def _admit(
+    engine: SimEngine, req: SimRequest, record: TruthRecord, prompt_ids: np.ndarray, d: Dialect, headers: dict[str, str]
+) -> Seq | web.Response:
+    """The request as a sequence in the engine's queue, or the answer that turns it away (too long, queue full)."""
+    profile = engine.profile
+    target, finish_reason = engine.core.plan_output(req.max_tokens, req.ignore_eos, req.min_tokens)
+    limit = profile.model_len_limit if not profile.instant else 1 << 62
+    rid = record.request_id
+    if len(prompt_ids) + target > limit:
+        body = overflow_body(req.api, d, limit, len(prompt_ids), target, rid)
+        return _reject(record, 400, body, headers, "rejected")
+    if profile.max_waiting and len(engine.core.waiting) >= profile.max_waiting:
+        body = error_body(req.api, d, 503, "the waiting queue is full", rid)
+        return _reject(record, 503, body, headers, "rejected")
+    seq = engine.core.new_seq(record.request_id, prompt_ids, target, finish_reason)
+    if req.api == "completions":
+        seq.reasoning = 0
+    engine.submit(seq)
+    record.queued = seq.t_queued
+    return seq
+
+
+def _reject(record: TruthRecord, status: int, body: bytes, headers: dict[str, str], kind: str) -> web.Response:
     record.status, record.http_status = kind, status
     record.done = time.perf_counter()
-    return _error(api, status, message, headers)
+    return web.Response(status=status, body=body, content_type="application/json", headers=headers)
 
 
 def _fill(record: TruthRecord, seq: Seq) -> None:
@@ -279,148 +214,11 @@ def _fill(record: TruthRecord, seq: Seq) -> None:
         record.queue_wait = seq.t_scheduled - seq.t_queued
         if seq.t_first_token is not None:
             record.prefill_time = seq.t_first_token - seq.t_scheduled
+    if seq.t_first_token is not None and seq.t_last_token is not None:
+        record.decode_time = seq.t_last_token - seq.t_first_token
     record.preemptions = len(seq.preempted_at)
     record.preempted_at = seq.preempted_at
     record.recomputed_tokens = seq.recomputed_tokens
-
-
-def _wire(req: _Req, record: TruthRecord, seq: Seq) -> ChatStream | CompletionStream | MessagesStream:
-    created = int(time.time())
-    if req.api == "chat":
-        return ChatStream(f"chatcmpl-{record.request_id}", req.model, created)
-    if req.api == "completions":
-        return CompletionStream(f"cmpl-{record.request_id}", req.model, created)
-    return MessagesStream(f"msg_{record.request_id}", req.model, seq.reasoning)
-
-
-def _counts(sim: _Sim, seq: Seq, req: _Req, output: int, fault: str | None) -> Counts:
-    cached = seq.cached_tokens or 0
-    created = 0
-    if req.cache_control and sim.engine.prefix_cache.caching:  # Anthropic: blocks written to the cache
-        created = max(seq.prompt_len // sim.engine.profile.block_size * sim.engine.profile.block_size - cached, 0)
-    reasoning = min(seq.reasoning, output)
-    if fault == "bad_usage":
-        return Counts(seq.prompt_len + 1, cached, output + 1, reasoning, created)
-    return Counts(seq.prompt_len, cached, output, reasoning, created)
-
-
-async def _batches(sim: _Sim, seq: Seq) -> Any:
-    """Token counts as the engine samples them: all tokens due when the handler runs, in one batch."""
-    if sim.engine.profile.instant:
-        async for count in sim.engine.instant_batches(seq):
-            yield count
-        return
-    sent = 0
-    while sent < seq.target:
-        n = await sim.engine.tokens(seq, sent)
-        if n <= sent:
-            return  # dropped by the engine
-        yield n - sent
-        sent = n
-
-
-async def _stream(
-    request: web.Request, sim: _Sim, seq: Seq, req: _Req, record: TruthRecord, headers: dict[str, str]
-) -> web.StreamResponse:
-    """SSE answer: headers now, tokens as the engine samples them, several at once when several are due."""
-    response = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    wire = _wire(req, record, seq)
-    fault = record.fault
-    at = seq.target // 2  # where a drop or a stall happens
-    try:
-        await response.prepare(request)
-        pending: bytes | None = None  # the opening goes out with the first token, as vLLM sends the role
-        sent = 0
-        if fault == "drop" and at == 0:
-            await response.write(wire.opening(_counts(sim, seq, req, 0, None)))
-            return _drop(request, record, response)
-        if fault == "stall" and at == 0:
-            await asyncio.sleep(sim.faults.param("stall"))
-        async with contextlib.aclosing(_batches(sim, seq)) as batches:
-            async for got in batches:
-                count = got
-                if pending is None:
-                    pending = wire.opening(_counts(sim, seq, req, 0, None))
-                if fault in ("drop", "stall") and sent < at < sent + count:
-                    count = at - sent  # the part before the fault point goes first
-                data = pending + wire.tokens(sent, count, seq.reasoning)
-                t = time.perf_counter()
-                await response.write(data)
-                record.wrote(t, count)
-                sent += count
-                pending = b""
-                if fault == "malformed" and sent == count:
-                    await response.write(wire.malformed())
-                if sent == at and fault == "drop":
-                    return _drop(request, record, response)
-                if sent == at and fault == "stall":
-                    await asyncio.sleep(sim.faults.param("stall"))
-                if count < got:  # the rest of the batch, after the stall
-                    rest = got - count
-                    data = wire.tokens(sent, rest, seq.reasoning)
-                    t = time.perf_counter()
-                    await response.write(data)
-                    record.wrote(t, rest)
-                    sent += rest
-        counts = _counts(sim, seq, req, sent, fault) if req.include_usage and fault != "no_usage" else None
-        t = time.perf_counter()
-        await response.write(wire.closing(counts, seq.finish_reason))
-        record.done = t
-        record.finish_reason = seq.finish_reason
-        await response.write_eof()
-    except ConnectionResetError:  # the client went away; aiohttp's finish_response tolerates that
-        record.status = "disconnected"
-    return response
-
-
-def _drop(request: web.Request, record: TruthRecord, response: web.StreamResponse) -> web.StreamResponse:
-    """Close the connection mid-answer, as a crashed worker or a proxy timeout does. aiohttp's
-    finish_response then meets a closed transport, which it takes as a client that went away."""
-    record.status, record.done = "fault", time.perf_counter()
-    if request.transport is not None:
-        request.transport.close()
-    return response
-
-
-async def _complete(
-    request: web.Request, sim: _Sim, seq: Seq, req: _Req, record: TruthRecord, headers: dict[str, str]
-) -> web.StreamResponse:
-    """Non-streamed answer: the whole body in one write once the last token is sampled."""
-    async with contextlib.aclosing(_batches(sim, seq)) as batches:
-        async for _ in batches:
-            pass
-    n = seq.num_output
-    fault = record.fault
-    if fault == "drop":
-        return _drop(request, record, web.Response(headers=headers))
-    if fault == "stall":
-        await asyncio.sleep(sim.faults.param("stall"))
-    counts = _counts(sim, seq, req, n, fault)
-    u = usage(counts.prompt, counts.cached, counts.output, counts.reasoning)
-    rid, model, created = record.request_id, req.model, int(time.time())
-    if req.api == "chat":
-        body = completion_body(f"chatcmpl-{rid}", model, created, n, counts.reasoning, u, seq.finish_reason)
-    elif req.api == "completions":
-        body = text_completion_body(f"cmpl-{rid}", model, created, n, u, seq.finish_reason)
-    else:
-        body = anthropic_body(f"msg_{rid}", model, counts, seq.finish_reason)
-    if fault == "no_usage":
-        obj = orjson.loads(body)
-        obj.pop("usage", None)
-        body = orjson.dumps(obj)
-    elif fault == "malformed":
-        body = body[: len(body) // 2]
-    response = web.Response(body=body, content_type="application/json", headers=headers)
-    try:
-        t = time.perf_counter()
-        await response.prepare(request)
-        await response.write_eof()
-        record.wrote(t, n)
-        record.done = t
-        record.finish_reason = seq.finish_reason
-    except ConnectionResetError:
-        record.status = "disconnected"
-    return response
 
 
 async def _models(request: web.Request) -> web.Response:
@@ -444,7 +242,7 @@ async def _health(request: web.Request) -> web.Response:
 async def _metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text, vLLM's metric names."""
     sim = request.app[_SIM]
-    text = exposition(sim.engine, sim.faults, sim.requests, MODEL_ID)
+    text = exposition(sim.engine, sim.faults, sim.requests, MODEL_ID, sim.routes.counts)
     return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
 
@@ -454,15 +252,26 @@ def make_app(
     prompts: PromptTokenizer | None = None,
     faults: FaultSpec | None = None,
     seed: int = 0,
+    dialect: str | Dialect | None = None,
+    fallback: FallbackSpec | None = None,
 ) -> web.Application:
-    """The aiohttp application of the sim with ``profile`` timing, logging to ``truth``."""
-    _stamp_arrivals()
-    app = web.Application(client_max_size=_MAX_BODY_BYTES, middlewares=[_forget_arrival])
-    app[_SIM] = _Sim(SimEngine(profile, seed), prompts or PromptTokenizer(), truth, FaultPlan(faults or FaultSpec()))
+    """The aiohttp application of the sim with ``profile`` timing (``fallback``: a share served by a second
+    engine), answering in ``dialect``, logging to ``truth``."""
+    stamp_arrivals()
+    spec = faults or FaultSpec()
+    routes = RoutePlan(fallback, spec.seed)
+    engine = SimEngine(profile, seed)
+    engines = {PRIMARY: engine}
+    if fallback is not None:
+        engines[fallback.route] = SimEngine(get_profile(fallback.profile), seed + 1)
+    d = dialect if isinstance(dialect, Dialect) else get_dialect(dialect, routes.routes)
+    app = web.Application(client_max_size=_MAX_BODY_BYTES, middlewares=[forget_arrival])
+    app[_SIM] = _Sim(engine, prompts or PromptTokenizer(), truth, FaultPlan(spec), d, routes, engines)
     for path, api in (
         ("/v1/chat/completions", "chat"),
         ("/v1/completions", "completions"),
         ("/v1/messages", "messages"),
+        ("/v1/responses", "responses"),
     ):
         app.router.add_post(path, _handler(api))
     app.router.add_get("/v1/models", _models)
@@ -492,6 +301,19 @@ class SimHandle:
         return self._sim.faults
 
     @property
+    def routes(self) -> RoutePlan:
+        return self._sim.routes
+
+    @property
+    def engines(self) -> dict[str, SimEngine]:
+        """The engine of each route (``primary``, ``fallback:PROFILE``)."""
+        return self._sim.engines
+
+    @property
+    def responses(self) -> ResponseStore:
+        return self._sim.responses
+
+    @property
     def truth(self) -> list[dict[str, Any]]:
         """Truth records of the requests finished so far (empty if started with keep_truth=False)."""
         return self.truth_log.records if self.truth_log.records is not None else []
@@ -507,7 +329,8 @@ class SimHandle:
         for task in inflight:
             task.cancel()
         await asyncio.gather(*inflight, return_exceptions=True)
-        await self.engine.stop()
+        for engine in self._sim.engines.values():
+            await engine.stop()
         await self._runner.cleanup()
         self.truth_log.close()
 
@@ -528,12 +351,19 @@ async def start_sim(
     faults: str | FaultSpec | None = None,
     fault_seed: int = 0,
     seed: int = 0,
+    dialect: str | None = None,
+    fallback: str | FallbackSpec | None = None,
+    profile_file: str | None = None,
 ) -> SimHandle:
-    """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens."""
-    sim_profile = get_profile(profile) if isinstance(profile, str) else profile
+    """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens.
+    ``dialect``: a provider's stream shape (``dialects.DIALECTS``); ``fallback``: ``SHARE:PROFILE``;
+    ``profile_file``: a profile from a file (replay.sim.profile_file), its base defaulting to ``profile``."""
+    sim_profile = resolve_profile(profile, profile_file)
     spec = faults if isinstance(faults, FaultSpec) else FaultSpec.parse(faults, fault_seed)
+    route = fallback if isinstance(fallback, FallbackSpec) or fallback is None else FallbackSpec.parse(fallback)
     truth = TruthLog(truth_log, keep=keep_truth)
-    app = make_app(sim_profile, truth, faults=spec, seed=seed)  # loads the tokenizer now, not on the first request
+    # the tokenizer loads now, not on the first request
+    app = make_app(sim_profile, truth, faults=spec, seed=seed, dialect=dialect, fallback=route)
     sim = app[_SIM]
     await sim.prompts.warm_up()
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_GRACE_S)
@@ -543,15 +373,15 @@ async def start_sim(
 
 
 async def _serve(
-    host: str, port: int, profile: str | SimProfile, truth_log: str | None, faults: str | None, fault_seed: int
+    host: str, port: int, profile: str | SimProfile, truth_log: str | None, watch_stdin: bool, **options: Any
 ) -> None:
-    handle = await start_sim(
-        profile, truth_log, host=host, port=port, keep_truth=False, faults=faults, fault_seed=fault_seed
-    )
+    handle = await start_sim(profile, truth_log, host=host, port=port, keep_truth=False, **options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
+    if watch_stdin:  # the parent holds the other end: when it dies (kill -9 included) the pipe closes
+        loop.add_reader(sys.stdin.fileno(), lambda: os.read(sys.stdin.fileno(), 4096) or stop.set())
     print(f"REPLAY_SIM_READY port={handle.port}", flush=True)
     try:
         await stop.wait()
@@ -566,9 +396,16 @@ def serve(
     truth_log: str | None = None,
     faults: str | None = None,
     fault_seed: int = 0,
+    dialect: str | None = None,
+    fallback: str | None = None,
+    watch_stdin: bool = False,
+    profile_file: str | None = None,
 ) -> None:
-    """Run the sim until SIGTERM or SIGINT; print ``REPLAY_SIM_READY port=<port>`` once listening."""
+    """Run the sim until SIGTERM, SIGINT or SIGHUP (or, with ``watch_stdin``, until its stdin closes: the embedded
+    host's parent died); print ``REPLAY_SIM_READY port=<port>`` once listening."""
+    profile = resolve_profile(profile, profile_file)  # a bad file fails here, before the loop starts
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
-    event_loop.run(_serve(host, port, profile, truth_log, faults, fault_seed))
+    options = {"faults": faults, "fault_seed": fault_seed, "dialect": dialect, "fallback": fallback}
+    event_loop.run(_serve(host, port, profile, truth_log, watch_stdin, **options))

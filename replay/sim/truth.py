@@ -20,12 +20,13 @@ class TruthRecord:
 
     request_id: str  # the request's X-Request-Id header, or one the sim made up
     arrival: float  # first bytes of the request entered the server (before any handler ran)
-    api: str = "chat"  # chat | completions | messages
+    api: str = "chat"  # chat | completions | messages | responses
     queued: float | None = None  # handed to the engine (prompt tokenised), joins the waiting queue
     prefill_start: float | None = None  # start of the step that first admitted it (queue wait ends)
     prefill_end: float | None = None  # end of the step that sampled its first token (engine time)
     queue_wait: float | None = None  # prefill_start - queued
     prefill_time: float | None = None  # prefill_end - prefill_start: chunks, steps shared with decodes
+    decode_time: float | None = None  # engine time from the first sampled token to the last
     first_token: float | None = None  # first token-bearing write handed to the transport
     last_token: float | None = None  # last token-bearing write handed to the transport
     done: float | None = None  # final write (or the error response) handed to the transport
@@ -37,7 +38,13 @@ class TruthRecord:
     status: str = "ok"  # ok | bad_request | rejected | fault | disconnected | cancelled
     http_status: int = 200
     finish_reason: str | None = None  # length | stop
-    fault: str | None = None  # the fault injected (faults.KINDS), if any
+    fault: str | None = None  # the fault injected (see faults), if any
+    fault_detail: str | None = None  # bad_usage: how the counts were spoiled (string, negative, float, huge)
+    retry_after: float | None = None  # seconds an HTTP fault's Retry-After (or retry-after-ms) asked to wait
+    route: str = "primary"  # primary | fallback:PROFILE (the engine that served it)
+    request_fields: dict[str, Any] = field(default_factory=dict)  # affinity fields of the body (requests.py)
+    request_headers: dict[str, str] = field(default_factory=dict)  # affinity headers (never credentials)
+    server_timings: dict[str, Any] | None = None  # what the dialect reported as server timings, as sent
     preemptions: int = 0  # times the engine preempted it (KV ran out); recomputed each time
     preempted_at: list[float] = field(default_factory=list)
     recomputed_tokens: int = 0  # tokens computed a second time because of preemptions
@@ -48,6 +55,10 @@ class TruthRecord:
             self.first_token = t
         self.last_token = t
         self.writes += (t, count)
+        self.output_tokens += count
+
+    def hidden(self, count: int) -> None:
+        """Note ``count`` tokens generated but not sent (reasoning a dialect does not stream)."""
         self.output_tokens += count
 
 

@@ -107,7 +107,7 @@ def fit(trajectories: list[Trajectory], name: str = "fitted", quantiles: int = Q
         if cur.truncate_to is not None
     ]
     firsts = [t.turns[0].append[0] for t in tasks if t.turns[0].append]
-    systems = [m.tokens for m in firsts if m.raw.get("role") == "system"]
+    systems = [m.tokens for m in firsts if m.role == "system"]
     spawns = sum(len(t.spawn) for t in turns)
 
     def q(values: Iterable[float]) -> list[float] | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from replay import compact_json
 from replay.workload.history import HistoryPolicy, content_text
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
@@ -33,14 +34,28 @@ class TrajectoryError(ValueError):
         super().__init__(f"{where}: field '{field_name}': {problem}" if field_name else f"{where}: {problem}")
 
 
-@dataclass(slots=True)
 class Message:
-    """One chat message, pre-serialised for the wire and pre-counted."""
+    """One chat message, pre-serialised for the wire and pre-counted.
 
-    raw: dict[str, Any]
-    wire: bytes  # orjson bytes of ``raw`` (an OpenAI chat message): chat request bodies are joins of these
-    tokens: int  # content + tool-call tokens + per-message framing
-    rendered: dict[str, bytes] | None = None  # this message in other API flavours, rendered once when first sent
+    Only the bytes are kept (a long trajectory holds millions of messages): ``raw``, the message as a dict, is
+    decoded from them when asked for, which happens once per message and flavour (its fragment is then kept in
+    ``rendered``), never per request.
+    """
+
+    __slots__ = ("rendered", "role", "tokens", "wire")
+
+    def __init__(self, wire: bytes, tokens: int, raw: dict[str, Any] | None = None, role: str | None = None) -> None:
+        self.wire = wire  # orjson bytes of the message (OpenAI chat shaped): chat bodies are joins of these
+        self.tokens = tokens  # content + tool-call tokens + per-message framing
+        self.role = sys.intern(role if role is not None else str((raw or {}).get("role", "")))
+        self.rendered: dict[str, bytes] | None = None  # this message in other API flavours, rendered when first sent
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        return orjson.loads(self.wire)
+
+    def __repr__(self) -> str:
+        return f"Message({self.wire[:60]!r}..., tokens={self.tokens})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,16 +73,26 @@ class Turn:
     index: int
     append: list[Message]
     truncate_to: int | None
-    output: dict[str, Any]
     output_message: Message  # the recorded answer as it is appended to the context
     output_tokens: int
     tool_time_s: float
     recorded: dict[str, Any] | None
-    spawn: list[Spawn] = field(default_factory=list)
+    spawn: tuple[Spawn, ...] = ()
+    output_json: bytes = b"{}"  # the recorded output as it was in the file (kept as bytes: see Message)
     line: int = 0  # where the turn is in its file, for errors found after parsing
     prompt_tokens_est: int = 0  # client-side estimate of the request's prompt tokens
     reusable_prefix_tokens: int = 0  # exact prefix shared with previous request + its output
     context_len: int = 0  # number of messages in this turn's request
+
+    @property
+    def output(self) -> dict[str, Any]:
+        """The recorded output: content, reasoning, tool calls."""
+        return orjson.loads(self.output_json)
+
+    @property
+    def output_tool_calls(self) -> list[dict[str, Any]] | None:
+        """The recorded tool calls (a live answer keeps them: the recorded tool results answer them)."""
+        return self.output.get("tool_calls") or None if b'"tool_calls"' in self.output_json else None
 
 
 @dataclass(slots=True)
@@ -144,7 +169,13 @@ def _check_message(c: _Checker, msg: Any, name: str) -> dict[str, Any]:
     if content is None:
         if not (role == "assistant" and msg.get("tool_calls")):
             raise c.fail(f"{name}.content", "missing; expected a string (null only with tool_calls)")
-    elif not isinstance(content, str) and not (isinstance(content, list) and all(isinstance(p, dict) for p in content)):
+    elif isinstance(content, list):
+        for i, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise c.fail(f"{name}.content[{i}]", f"expected a content part object; got {_describe(part)}")
+            if "text" in part and not isinstance(part["text"], str):
+                raise c.fail(f"{name}.content[{i}].text", f"expected a string; got {_describe(part['text'])}")
+    elif not isinstance(content, str):
         raise c.fail(f"{name}.content", f"expected a string or a list of parts; got {_describe(content)}")
     if "tool_calls" in msg:
         _check_tool_calls(c, msg["tool_calls"], f"{name}.tool_calls")
@@ -185,11 +216,11 @@ class MessageBuilder:
 
     def message(self, raw: dict[str, Any]) -> Message:
         wire = self.policy.render(raw)
-        return Message(raw=wire, wire=orjson.dumps(wire), tokens=message_tokens(wire, self.tokenizer))
+        return Message(compact_json.dumps(wire), message_tokens(wire, self.tokenizer), role=wire.get("role", ""))
 
     def output(self, output: dict[str, Any]) -> Message:
         wire = self.policy.output_message(output)
-        return Message(raw=wire, wire=orjson.dumps(wire), tokens=message_tokens(wire, self.tokenizer))
+        return Message(compact_json.dumps(wire), message_tokens(wire, self.tokenizer), role=wire.get("role", ""))
 
 
 def output_as_message(output: dict[str, Any]) -> dict[str, Any]:
@@ -297,13 +328,13 @@ def _parse_turn(c: _Checker, obj: Any, index: int, build: MessageBuilder) -> Tur
         index=index,
         append=messages,
         truncate_to=truncate_to,
-        output=output,
         output_message=build.output(output),
         output_tokens=output_tokens,
         tool_time_s=float(tool_time_s),
         recorded=recorded,
-        spawn=spawn,
+        spawn=tuple(spawn),
         line=c.line,
+        output_json=compact_json.dumps(output),
     )
 
 
@@ -424,6 +455,14 @@ def default_workload_path() -> Path:
     raise FileNotFoundError("the default workload trajectories/coding-agent-default.jsonl is missing")
 
 
+def _hashed_lines(path: Path, digest: Any) -> Iterator[bytes]:
+    """The file's lines, read as they are parsed (a huge file is never held whole), each added to ``digest``."""
+    with path.open("rb") as fh:
+        for line in fh:
+            digest.update(line)
+            yield line
+
+
 def load_workload(
     paths: Iterable[str | Path], tokenizer_spec: str | None = None, policy: HistoryPolicy | None = None
 ) -> Workload:
@@ -444,9 +483,7 @@ def load_workload(
     trajectories: list[Trajectory] = []
     seen: dict[str, str] = {}
     for f in files:
-        data = f.read_bytes()
-        digest.update(data)
-        for traj in parse_lines(str(f), data.splitlines(), build):
+        for traj in parse_lines(str(f), _hashed_lines(f, digest), build):
             if traj.id in seen:
                 raise TrajectoryError(
                     traj.origin.rsplit(":", 1)[0],

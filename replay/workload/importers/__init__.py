@@ -18,7 +18,8 @@ import orjson
 
 from replay.workload.importers import claude_code, mini_swe_agent, mooncake, openai_log, openhands, swe_agent, weka
 from replay.workload.importers._common import Imported, ImportFailure, Refused, read_json
-from replay.workload.trajectory import FORMAT_V1
+from replay.workload.tokens import get_tokenizer
+from replay.workload.trajectory import FORMAT_V1, MessageBuilder, TrajectoryError, parse_lines
 
 IMPORTERS: dict[str, Callable[..., list[Imported]]] = {
     "swe-agent": swe_agent.import_file,
@@ -131,17 +132,20 @@ def detect_format(path: str | Path) -> str:
 
 
 def _canonical(path: Path) -> list[Imported]:
-    """Pass a canonical file through (validated later by the loader)."""
+    """Pass a canonical file through, validated by the loader's own rules first (TrajectoryError names the line)."""
+    data = path.read_bytes()
+    builder = MessageBuilder(get_tokenizer())
+    for _ in parse_lines(str(path), data.splitlines(), builder):
+        pass
     out: list[Imported] = []
-    with path.open("rb") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            obj = orjson.loads(raw)
-            if isinstance(obj, dict) and "format" in obj:
-                out.append(Imported(header=obj, turns=[]))
-            elif out:
-                out[-1].turns.append(obj)
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        obj = orjson.loads(raw)
+        if isinstance(obj, dict) and "format" in obj:
+            out.append(Imported(header=obj, turns=[]))
+        elif out:
+            out[-1].turns.append(obj)
     return out
 
 
@@ -243,7 +247,7 @@ def import_files(
         except Refused as exc:
             result.refused.append((str(path), exc.problem, explicit))
             continue
-        except ImportFailure:
+        except (ImportFailure, TrajectoryError):
             raise
         except ValueError as exc:  # a source that makes no valid trajectory (e.g. a call with no input)
             raise ImportFailure(path, "", str(exc)) from None

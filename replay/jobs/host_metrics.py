@@ -1,0 +1,94 @@
+"""The host's own view, window by window: ``--scrape-metrics URL`` samples its Prometheus endpoint as each window
+closes and keeps what changed, so a report can line the client's figures up with the server's in time.
+
+vLLM, SGLang, llama.cpp and the simulated host (which uses vLLM's names) export prefix-cache hits and queries, KV
+cache usage, waiting requests and preemptions. Counters are kept as their increase over the window, gauges as
+their value at its end. A scrape that fails is noted in the window, never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+# Prometheus names (after the parser's own suffix handling), and what replay calls each figure.
+COUNTERS = {
+    "vllm:prefix_cache_hits": "prefix_cache_hits",
+    "vllm:prefix_cache_queries": "prefix_cache_queries",
+    "vllm:num_preemptions": "preemptions",
+    "vllm:prompt_tokens": "prompt_tokens",
+    "vllm:generation_tokens": "generation_tokens",
+    "sglang:cache_hit_rate": "cache_hit_rate",
+    "llamacpp:prompt_tokens": "prompt_tokens",
+    "llamacpp:tokens_predicted": "generation_tokens",
+}
+GAUGES = {
+    "vllm:gpu_cache_usage_perc": "kv_cache_usage",
+    "vllm:kv_cache_usage_perc": "kv_cache_usage",
+    "vllm:num_requests_waiting": "requests_waiting",
+    "vllm:num_requests_running": "requests_running",
+    "sglang:num_queue_reqs": "requests_waiting",
+    "sglang:num_running_reqs": "requests_running",
+    "llamacpp:requests_processing": "requests_running",
+    "llamacpp:requests_deferred": "requests_waiting",
+}
+
+
+def parse(text: str) -> dict[str, float]:
+    """The figures replay follows, summed over labels, from one exposition."""
+    out: dict[str, float] = {}
+    source: dict[str, str] = {}  # figure -> the metric name it was read from (one per figure: vLLM has aliases)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name.removesuffix("_total")
+            figure = COUNTERS.get(name) or GAUGES.get(name)
+            if figure is None or sample.name.endswith(("_created", "_bucket")):
+                continue
+            if source.setdefault(figure, name) == name:
+                out[figure] = out.get(figure, 0.0) + float(sample.value)
+    return out
+
+
+def endpoint(value: str, base_url: str) -> str:
+    """The URL to scrape: as given, or for ``auto`` the /metrics beside the host's API (``.../v1`` cut off)."""
+    if value != "auto":
+        return value
+    root = base_url.rstrip("/")
+    return (root[: -len("/v1")] if root.endswith("/v1") else root) + "/metrics"
+
+
+class HostMetrics:
+    """Samples one endpoint; each ``sample`` returns the window's counter increases and gauge values."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.last: dict[str, float] | None = None
+
+    async def sample(self) -> dict[str, Any]:
+        text = None
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError, UnicodeDecodeError):
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http,
+                http.get(self.url) as resp,
+            ):
+                if resp.status == 200:
+                    text = await resp.text()
+        if text is None:
+            return {"error": f"{self.url} could not be scraped"}
+        try:
+            now = parse(text)
+        except ValueError:
+            return {"error": f"{self.url} is not Prometheus text"}
+        counters = set(COUNTERS.values())
+        out: dict[str, Any] = {}
+        for figure, value in now.items():
+            if figure in counters:
+                if self.last is not None and figure in self.last:
+                    out[figure] = value - self.last[figure]
+            else:
+                out[figure] = value
+        self.last = now
+        return out

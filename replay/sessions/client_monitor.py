@@ -1,0 +1,48 @@
+"""The client measuring itself while a run goes on: event-loop lag and CPU use of this process.
+
+A report uses these samples to say when the client, not the host, was the bottleneck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+CLIENT_SAMPLE_S = 5.0
+LAG_PROBE_S = 0.05
+
+
+class ClientMonitor:
+    """Event-loop lag and CPU use of this process, sampled while the run goes on."""
+
+    def __init__(self, write: Callable[[dict[str, Any]], None]) -> None:
+        self.write = write
+        self.lags: list[float] = []
+
+    async def run(self) -> None:
+        loop_t = perf_counter()
+        cpu0, wall0 = time.process_time(), loop_t
+        while True:
+            await asyncio.sleep(LAG_PROBE_S)
+            now = perf_counter()
+            self.lags.append(max(0.0, now - loop_t - LAG_PROBE_S))
+            loop_t = now
+            if now - wall0 >= CLIENT_SAMPLE_S:
+                self.flush(now, cpu0, wall0)
+                cpu0, wall0 = time.process_time(), now
+
+    def flush(self, now: float, cpu0: float, wall0: float) -> None:
+        lags = sorted(self.lags) or [0.0]
+        self.write(
+            {
+                "t": now,
+                "wall_s": now - wall0,
+                "cpu_s": time.process_time() - cpu0,
+                "lag_p99_ms": 1000 * lags[min(len(lags) - 1, int(0.99 * len(lags)))],
+                "lag_max_ms": 1000 * lags[-1],
+            }
+        )
+        self.lags.clear()
