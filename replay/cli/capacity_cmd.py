@@ -95,14 +95,14 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
         sys.exit(130)
     except (ThresholdError, *study_options.user_errors()) as exc:
         raise click.ClickException(str(exc)) from None
-    _emit(result(public, probes), opts, index)
+    _emit(result(public, probes), opts, index, targets)
 
 
-def _emit(doc: dict[str, Any], opts: dict[str, Any], index: Path) -> None:
+def _emit(doc: dict[str, Any], opts: dict[str, Any], index: Path, targets: list) -> None:
     from replay.results.study_text import capacity_text
     from replay.results.text_report import to_json
 
-    click.echo(to_json(doc) if opts["as_json"] else capacity_text(doc))
+    click.echo(study_options.scrubbed(to_json(doc) if opts["as_json"] else capacity_text(doc), targets))
     if opts.get("html_path"):
         from replay.results.sweep_page import capacity_page
 

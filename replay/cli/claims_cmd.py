@@ -60,7 +60,7 @@ def verify(claims_file: str, trajectories: tuple[str, ...], **opts: Any) -> None
     from replay.results.study_text import claims_text
     from replay.results.text_report import to_json
 
-    click.echo(to_json(doc) if opts["as_json"] else claims_text(doc))
+    click.echo(study_options.scrubbed(to_json(doc) if opts["as_json"] else claims_text(doc), targets))
 
 
 def _duration(given: str | None, from_file: float | None, default: float, option: str) -> str:

@@ -29,7 +29,7 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
         click.echo(f"replay: {opts['concurrency']} sessions against {len(targets)} hosts, "
                    f"{AT_ONCE if at_once else ONE_AFTER_ANOTHER}", err=True)  # fmt: skip
     try:
-        run_all(targets, lambda t: execute(t.spec), at_once)
+        results = run_all(targets, lambda t: execute(t.spec), at_once)
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every finished request is in the run files", err=True)
         sys.exit(130)
@@ -42,6 +42,7 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
     index = base.with_name(f"{base.stem}.compare.json")
     names = [p.name for p in paths]
     write_json(index, doc | {"inputs": inputs([t.label for t in targets], names, [t.hardware for t in targets])})
-    click.echo(to_json(doc) if as_json else hosts_text(doc))
+    click.echo(study_options.scrubbed(to_json(doc) if as_json else hosts_text(doc), targets))
     if not quiet:
         click.echo(f"run files: {', '.join(map(str, paths))}; comparison: {index} (replay report {index})", err=True)
+    sys.exit(max(r.exit_code for r in results))  # the worst run's verdict (replay.results.verdict)

@@ -127,6 +127,7 @@ def hardware(opts: dict[str, Any], specs: list[Any]) -> list[Any]:
             _nth(opts.get("gpus", ()), i, n, "--gpus"),
             _nth(opts.get("power_kw", ()), i, n, "--power-kw"),
             _nth(opts.get("price_per_hour", ()), i, n, "--price-per-hour"),
+            s.sim_profile_file,
         )
         for i, s in enumerate(specs)
     ]
@@ -164,7 +165,9 @@ def runner(opts: dict[str, Any], spec: Any, out_dir: Path, workload: Any = None)
         scale = tool_scale(spec.load.tool_time)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--tool-time") from None
-    return VirtualRunner(spec.sim_profile, workload, window, warmup, spec.load.seed, spec.load.salt_tasks, scale)
+    runner = VirtualRunner(spec.sim_profile, workload, window, warmup, spec.load.seed, spec.load.salt_tasks, scale)
+    runner.profile_file = spec.sim_profile_file
+    return runner
 
 
 def out_dir(opts: dict[str, Any], kind: str) -> Path:
@@ -220,3 +223,13 @@ def relative_to(path: str | Path, base: Path) -> str:
     from replay.jobs.study_files import relative
 
     return relative(Path(path), base)
+
+
+def scrubbed(text: str, targets: list[Any]) -> str:
+    """``text`` with every host's API key scrubbed: the last guard before the screen, as ``replay run`` has."""
+    import os
+
+    from replay.results.scrub import Scrubber
+
+    keys = {key for t in targets if (key := os.environ.get(t.spec.api_key_env))}
+    return Scrubber(sorted(keys)).text(text) if keys else text

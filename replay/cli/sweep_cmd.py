@@ -104,9 +104,9 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
         doc = hosts_sweeps(labels, results, mode)
         doc["inputs"] = inputs(labels, [Path(slug(t.label, i)) / "sweep.json" for i, t in enumerate(targets)])
         write_json(base / "compare.json", doc)
-        _emit(doc, opts, [r["levels"] for r in results], base / "compare.json")
+        _emit(doc, opts, [r["levels"] for r in results], base / "compare.json", targets)
     else:
-        _emit(results[0], opts, None, base / "sweep.json")
+        _emit(results[0], opts, None, base / "sweep.json", targets)
     if opts.get("csv_dir"):
         from replay.results.study_csv import write_levels_csv
 
@@ -115,14 +115,12 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
             click.echo(f"wrote {write_levels_csv(r, Path(opts['csv_dir']) / name)}", err=True)
 
 
-def _emit(doc: dict[str, Any], opts: dict[str, Any], host_levels: list | None, index: Path) -> None:
+def _emit(doc: dict[str, Any], opts: dict[str, Any], host_levels: list | None, index: Path, targets: list) -> None:
     from replay.results.study_text import hosts_text, sweep_text
     from replay.results.text_report import to_json
 
-    if opts["as_json"]:
-        click.echo(to_json(doc))
-    else:
-        click.echo(hosts_text(doc) if host_levels is not None else sweep_text(doc))
+    text = to_json(doc) if opts["as_json"] else (hosts_text(doc) if host_levels is not None else sweep_text(doc))
+    click.echo(study_options.scrubbed(text, targets))
     if opts.get("html_path"):
         if host_levels is None:
             from replay.results.sweep_page import sweep_page

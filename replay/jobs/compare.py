@@ -62,7 +62,10 @@ def side_from_file(path: str | Path, name: str | None = None, hardware: Hardware
     h = data.header
     concurrency = (h.get("load") or {}).get("concurrency")
     sim = h.get("simulated_host")
-    hw = hardware or hardware_for(None if sim else (h.get("host") or {}).get("base_url"), sim)
+    profile_file = (h.get("simulated") or {}).get("profile_file")
+    hw = hardware or hardware_for(
+        None if sim else (h.get("host") or {}).get("base_url"), sim, profile_file=profile_file
+    )
     return Side(name or path.stem, rebuilt.summary, data, str(path), hw, concurrency)
 
 

@@ -39,16 +39,30 @@ def hardware_for(
     gpus: int | None = None,
     power_kw: float | None = None,
     price_per_hour: float | None = None,
+    profile_file: str | None = None,
 ) -> Hardware:
-    """The hardware of one host: what the options say, else what the host itself tells (a sim profile's GPUs)."""
+    """The hardware of one host: what the options say, else what the host itself tells (a sim profile's GPUs,
+    the shipped one's or a profile file's)."""
     source = "options"
     if gpus is None and host is None and sim_profile:
-        from replay.sim.profiles import PROFILES  # stdlib only: a table of numbers
-
-        profile = PROFILES.get(sim_profile)
+        profile = sim_profile_of(sim_profile, profile_file)
         if profile is not None:
-            gpus, source = profile.gpus, f"sim profile {sim_profile}"
+            gpus, source = profile.gpus, f"sim profile {profile_file or sim_profile}"
     return Hardware(gpus, power_kw, price_per_hour, source)
+
+
+def sim_profile_of(name: str, profile_file: str | None = None) -> Any:
+    """The simulated host's profile (``SimProfile``): a shipped one, or a file's over its base; None if unknown."""
+    if profile_file:
+        from replay.sim.profile_file import resolve_profile
+
+        try:
+            return resolve_profile(name, profile_file)
+        except ValueError:
+            return None
+    from replay.sim.profiles import PROFILES  # stdlib only: a table of numbers
+
+    return PROFILES.get(name)
 
 
 def _per(value: float | None, denominator: float | None) -> float | None:

@@ -76,13 +76,16 @@ class VirtualRunner:
     seed: int = 0
     distinct_tasks: bool = True  # as --salt-tasks: no two tasks share a cached prefix
     tool_scale: float = 1.0
+    profile_file: str | None = None  # a profile from a file, over ``profile`` as its base
 
     def __call__(self, concurrency: int, attempt: int = 1) -> Level:
+        from replay.sim.profile_file import resolve_profile
         from replay.sim.profiles import get_profile
         from replay.sim.virtual import simulate
 
+        profile = resolve_profile(self.profile, self.profile_file) if self.profile_file else get_profile(self.profile)
         raw = simulate(
-            get_profile(self.profile),
+            profile,
             self.workload,
             concurrency,
             self.warmup_s + self.window_s,
