@@ -5,7 +5,7 @@ Runs ``replay capacity --slo SLO`` against the embedded simulated host, then ``r
 1 to one past the capacity's first broken level with the same window and warm-up, judges each sweep level against
 the same SLO, and prints both answers, their run counts and the time each took.
 
-    python scripts/capacity_vs_sweep.py --profile moe-8gpu --slo 'user_decode_tps_p25>=40' --window 30 \\
+    python scripts/capacity_vs_sweep.py --profile moe-8gpu --slo 'user_decode_tps_p25>=30' --window 30 \\
         --warmup 10 --out /tmp/cvs
 """
 
@@ -31,7 +31,7 @@ def replay(*args: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="moe-8gpu")
-    parser.add_argument("--slo", default="user_decode_tps_p25>=40")
+    parser.add_argument("--slo", default="user_decode_tps_p25>=30")
     parser.add_argument("--window", default="30")
     parser.add_argument("--warmup", default="10")
     parser.add_argument("--power-kw", default="5.6", help="accelerator power for the per-MW figure (8 x 700 W)")

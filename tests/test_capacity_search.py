@@ -102,7 +102,7 @@ def test_answer_per_gpu_kw_mw_and_dollar_hour():
 
 def test_on_the_virtual_engine_within_one_agent_of_a_full_sweep_in_fewer_runs(default_workload):
     """The deterministic stand-in: the same engine as the simulated host on a virtual clock."""
-    slo = tuple(parse_all(["user_decode_tps_p25>=40"]))
+    slo = tuple(parse_all(["user_decode_tps_p25>=30"]))
     runner = VirtualRunner("moe-8gpu", default_workload, window_s=40, warmup_s=10)
     p = CapacityPlan(tuple(t.expr for t in slo), 40, 10, "sim:moe-8gpu", limit=64, mode="virtual clock")
     probes = search(runner, slo, p)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.results.metrics import steady_window
+from replay.results.metrics import steady_window, summarize
 from replay.results.run_reader import read_run
 from replay.results.streaming import summarize_file
 from replay.results.windows import rebuild, series, span
@@ -33,7 +33,17 @@ def _run(tmp_path: Path, *args: str) -> Path:
 
 @pytest.fixture(scope="module")
 def windowed(tmp_path_factory) -> Path:
-    return _run(tmp_path_factory.mktemp("w"), "--sim-profile", "fast", "--duration", "6", "--window", "1.5")
+    return _run(
+        tmp_path_factory.mktemp("w"),
+        "--sim-profile",
+        "fast",
+        "--duration",
+        "6",
+        "--window",
+        "1.5",
+        "--rate-card",
+        "groq/gpt-oss-120b",
+    )
 
 
 def test_window_records_rebuild_the_whole_runs_summary(windowed: Path) -> None:
@@ -43,6 +53,8 @@ def test_window_records_rebuild_the_whole_runs_summary(windowed: Path) -> None:
     assert all(a["t_end"] == b["t_start"] for a, b in itertools.pairwise(windows))
     rebuilt = rebuild(data, steady_window(read_run(windowed)))
     assert rebuilt == summary  # the same histograms and sums: the same figures, exactly
+    assert summary["cost"]["total_usd"] > 0 and summary["cost"]["priced_requests"] == summary["requests"]
+    assert summarize(read_run(windowed)) == summary  # and the same as from the list of all its records
 
 
 def test_a_span_is_summarised_from_its_windows(windowed: Path) -> None:
@@ -67,6 +79,14 @@ def test_a_host_that_speeds_up_shows_it_window_by_window(tmp_path: Path) -> None
     rows = series(summarize_file(out)[1])
     early, late = rows[0]["user_decode_tps_p50"], rows[-2]["user_decode_tps_p50"]
     assert late > 1.5 * early  # the profile doubles decode speed between 1.5 s and 3.5 s of uptime
+    pytest.importorskip("matplotlib")
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(out), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    page = html.read_text()
+    section = page[page.index('<section id="windows">') :]
+    section = section[: section.index("</section>")]
+    assert f"({len(rows)} windows)" in section and "<svg" in section  # the time series the speed-up shows in
 
 
 def test_a_span_without_windows_is_a_clear_error(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def compare(a: str, b: str, resamples: int, seed: int, out: str | None, **opts: 
     --price-per-hour apply to both, or give them twice: A's, then B's.
     """
     from replay.jobs.compare import compare_runs, compare_sweeps, side_from_file
-    from replay.jobs.hosts import inputs
+    from replay.jobs.side_by_side import inputs
     from replay.jobs.study_files import index_format, write_json
     from replay.jobs.sweep import load_sweep
 

@@ -13,7 +13,7 @@ from replay.cli import study_options
 
 def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, opts: dict[str, Any]) -> None:
     """One run per host (run files ``OUT.<n>-<host>.jsonl``), the comparison in ``OUT.compare.json``, printed."""
-    from replay.jobs.hosts import AT_ONCE, ONE_AFTER_ANOTHER, hosts_runs, inputs, run_all, slug
+    from replay.jobs.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_runs, inputs, run_all, slug
     from replay.jobs.single_run import default_out_path, execute
     from replay.jobs.study_files import write_json
     from replay.results.study_text import hosts_text

@@ -66,7 +66,8 @@ def run(
     except KeyboardInterrupt:
         click.echo("\ninterrupted: every finished request is in the run file", err=True)
         sys.exit(130)
-    scrub = Scrubber([key] if (key := os.environ.get(spec.api_key_env)) else [])  # the last guard before the screen
+    key_env = (result.header.get("host") or {}).get("api_key_env") or spec.api_key_env  # a preset's own variable
+    scrub = Scrubber([key] if (key := os.environ.get(key_env)) else [])  # the last guard before the screen
     click.echo(scrub.text(to_json(result.summary) if as_json else to_text(result.summary, result.header)))
     if result.footer and result.footer.get("signal"):
         click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)

@@ -10,7 +10,6 @@ and ``resolve_host`` reads each value (a URL, or ``sim:PROFILE``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +24,24 @@ HOST = [
         "--host",
         "hosts",
         multiple=True,
-        help="Base URL of the host's API, e.g. http://127.0.0.1:8000/v1, or sim:PROFILE for the embedded simulated "
-        "host. Without it, an embedded simulated host is started (--sim-profile). Repeat it to replay the same "
-        "workload against each host and compare them.",
+        metavar="URL|NAME[:MODEL]|sim:PROFILE",
+        help="Base URL of the host's API (e.g. http://127.0.0.1:8000/v1), a preset (openai, anthropic, groq, "
+        "cerebras, fireworks, together, baseten, openrouter, vercel, deepseek, vllm, sglang, llamacpp) or a host of "
+        "the hosts file, each optionally with :MODEL; or sim:PROFILE for the embedded simulated host. Without it, an "
+        "embedded simulated host is started (--sim-profile). Repeat it to replay the same workload against each host "
+        "and compare them.",
+    ),
+    click.option(
+        "--dialect",
+        metavar="PRESET",
+        help="Read the host as this preset's provider and send its options, at any URL (a gateway, a local test "
+        "host). Default against the simulated host: its --sim-dialect.",
+    ),
+    click.option(
+        "--hosts",
+        "hosts_file",
+        type=click.Path(dir_okay=False),
+        help="Hosts file (TOML, [hosts.NAME] tables; docs/providers.md). Default: replay.toml here, if present.",
     ),
     click.option("--model", help="Model name to send (default: the first one the host lists at /models)."),
     click.option(
@@ -35,13 +49,15 @@ HOST = [
         type=click.Choice(API_FLAVOURS),
         default="chat",
         show_default=True,
-        help="API flavour: OpenAI chat completions, OpenAI completions, OpenAI Responses, or Anthropic Messages.",
+        help="API flavour: OpenAI chat completions, OpenAI completions, OpenAI Responses, or Anthropic Messages "
+        "(a preset's own flavour unless another is named).",
     ),
     click.option(
         "--api-key-env",
         default="OPENAI_API_KEY",
         show_default=True,
-        help="Environment variable holding the API key (the key itself is never written anywhere).",
+        help="Environment variable holding the API key (the key itself is never written anywhere; a preset's own "
+        "variable unless another is named).",
     ),
     click.option("--request-timeout", default="600", show_default=True, help="Longest a single call may take."),
     click.option("--stall-timeout", default="120", show_default=True, help="Longest silence allowed within a stream."),
@@ -60,7 +76,42 @@ REQUEST = [
         help="Send ignore_eos and min_tokens (vLLM, SGLang, llama.cpp) so the host produces exactly the recorded "
         "length.",
     ),
-    click.option("--extra-body", help="JSON object merged into every request body."),
+    click.option(
+        "--extra-body",
+        help="JSON object merged into every request body; {session} and {task} in a value are filled per call "
+        '(e.g. \'{"prompt_cache_key": "replay-{task}"}\').',
+    ),
+    click.option(
+        "--header",
+        "headers",
+        multiple=True,
+        metavar="NAME:VALUE",
+        help="A header sent with every call (repeatable); {session} and {task} are filled per call.",
+    ),
+    click.option(
+        "--connection",
+        type=click.Choice(["session", "per-request"]),
+        default="session",
+        show_default=True,
+        help="Keep connections alive and reuse them (one per session, opened before the run), or open a new one for "
+        "every call (its connect time is recorded and reported).",
+    ),
+    click.option("--service-tier", help="service_tier to ask for (OpenAI, Groq, Cerebras, OpenRouter, Vercel, ...)."),
+    click.option("--speed", type=click.Choice(["fast", "standard"]), help="speed to ask for (Anthropic, Vercel)."),
+    click.option(
+        "--route-sort",
+        type=click.Choice(["throughput", "latency", "price"]),
+        help="Routers (openrouter, vercel): prefer the provider serving fastest, first, or cheapest.",
+    ),
+    click.option("--route-order", metavar="A,B", help="Routers: try these providers in this order."),
+    click.option("--route-only", metavar="A,B", help="Routers: use only these providers."),
+    click.option("--no-fallbacks", is_flag=True, help="OpenRouter: never fall back to another provider."),
+    click.option(
+        "--rate-card",
+        metavar="NAME|input=..,output=..",
+        help="Price the run: a shipped card (docs/providers.md) or USD per million tokens, e.g. "
+        "input=0.3,cached_input=0.006,output=1.2 (over the hosts file's price).",
+    ),
     click.option(
         "--cache-control",
         type=click.Choice(["none", "auto"]),
@@ -289,6 +340,20 @@ def _fraction(text: str, option: str) -> float:
     return value
 
 
+def _headers(values: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition(":")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME:VALUE, not {value!r}", param_hint="--header")
+        headers[name.strip()] = text.strip()
+    return headers
+
+
+def _names(text: str | None) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else []
+
+
 def _seconds(opts: dict[str, Any], name: str) -> float | None:
     try:
         return parse_duration(opts.get(name))
@@ -320,9 +385,10 @@ SIM_HOST = "sim:"
 
 
 def resolve_host(value: str | None, sim_profile: str) -> tuple[str | None, str]:
-    """(base URL, or None for the embedded simulated host; its profile) for one ``--host`` value.
+    """(the host to run against, or None for the embedded simulated host; its profile) for one ``--host`` value.
 
-    A URL, or ``sim:PROFILE``; hosts files and provider presets will resolve here too."""
+    ``sim:PROFILE`` (or ``sim``) is the embedded simulated host with that profile; anything else (a URL, a preset,
+    a hosts-file name) is the run's host, which ``replay.jobs.hosts.resolve`` reads and checks."""
     if value is None or value.strip() == "sim":
         return None, sim_profile
     text = value.strip()
@@ -335,9 +401,7 @@ def resolve_host(value: str | None, sim_profile: str) -> tuple[str | None, str]:
                 f"{value!r}: no sim profile {name!r}; known: {', '.join(PROFILES)}", param_hint="--host"
             )
         return None, name
-    if re.match(r"https?://[^/\s]+", text):
-        return text, sim_profile
-    raise click.BadParameter(f"{value!r}: expected a URL (http://HOST:PORT/v1) or sim:PROFILE", param_hint="--host")
+    return text, sim_profile
 
 
 def host_values(opts: dict[str, Any]) -> tuple[str | None, ...]:
@@ -429,6 +493,17 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         sim_fault_seed=opts["sim_fault_seed"],
         sim_dialect=opts["sim_dialect"],
         sim_fallback=opts["sim_fallback"],
+        dialect=opts["dialect"],
+        hosts_file=opts["hosts_file"],
+        headers=_headers(opts["headers"]),
+        connection=opts["connection"],
+        service_tier=opts["service_tier"],
+        speed=opts["speed"],
+        route_sort=opts["route_sort"],
+        route_order=_names(opts["route_order"]),
+        route_only=_names(opts["route_only"]),
+        fallbacks=False if opts["no_fallbacks"] else None,
+        rate_card=opts["rate_card"],
         tokenizer=opts["tokenizer"],
         history=HistoryPolicy(
             output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]

@@ -116,26 +116,30 @@ def _nth(values: tuple[Any, ...], i: int, hosts: int, option: str) -> Any:
 
 
 def hardware(opts: dict[str, Any], specs: list[Any]) -> list[Any]:
-    """The hardware of each spec's host, from the options (or the sim profile's GPU count)."""
+    """The hardware of each spec's host: the options, else its hosts-file table's or its sim profile's."""
     from replay.jobs.hardware import hardware_for
+    from replay.jobs.hosts import HostError
 
     n = len(specs)
-    return [
-        hardware_for(
-            s.host,
-            s.sim_profile,
-            _nth(opts.get("gpus", ()), i, n, "--gpus"),
-            _nth(opts.get("power_kw", ()), i, n, "--power-kw"),
-            _nth(opts.get("price_per_hour", ()), i, n, "--price-per-hour"),
-            s.sim_profile_file,
-        )
-        for i, s in enumerate(specs)
-    ]
+    out = []
+    for i, s in enumerate(specs):
+        try:
+            out.append(
+                hardware_for(
+                    s,
+                    _nth(opts.get("gpus", ()), i, n, "--gpus"),
+                    _nth(opts.get("power_kw", ()), i, n, "--power-kw"),
+                    _nth(opts.get("price_per_hour", ()), i, n, "--price-per-hour"),
+                )
+            )
+        except HostError as exc:
+            raise click.ClickException(str(exc)) from None
+    return out
 
 
 def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
     """One ``Target`` per ``--host`` (label, spec, hardware): the same workload, load and seed for each."""
-    from replay.jobs.hosts import Target
+    from replay.jobs.side_by_side import Target
 
     run_opts = {k: v for k, v in opts.items() if k not in STUDY_ONLY}  # a level's stop and window are the study's
     specs = run_options.specs_from(run_opts, trajectories)

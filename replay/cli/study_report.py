@@ -17,7 +17,7 @@ def rebuild(path: str, fmt: str) -> tuple[dict[str, Any], list | None]:
         return load_sweep(path), None
     if fmt == "replay.capacity/1":
         return load_capacity(path), None
-    from replay.jobs.hosts import load_comparison
+    from replay.jobs.side_by_side import load_comparison
 
     return load_comparison(path)
 

@@ -63,8 +63,8 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
     Each level is one run: a warm-up, then a steady window of stated length. One run file per level and a sweep
     index (sweep.json) go into --out; `replay report DIR/sweep.json` rebuilds every figure from them.
     """
-    from replay.jobs.hosts import AT_ONCE, ONE_AFTER_ANOTHER, hosts_sweeps, inputs, run_all, slug
     from replay.jobs.knee import parse_rule
+    from replay.jobs.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_sweeps, inputs, run_all, slug
     from replay.jobs.study_files import write_json
     from replay.jobs.sweep import SweepPlan, run_sweep
     from replay.results.thresholds import ThresholdError, parse_all

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from replay import compact_json
+from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
 from replay.clients.chat import decode_object
 from replay.clients.flavour import Conversation, Flavour, body_fields
@@ -211,6 +212,7 @@ class AnthropicFlavour(Flavour):
         st.usage_parts.append(usage)
         if isinstance(usage, dict) and isinstance(usage.get("service_tier"), str):
             st.served["service_tier"] = usage["service_tier"][:200]
+        provider_fields.note_usage(st, usage)
 
     def finish(self, st: StreamState, tail: bytes) -> None:
         """Later fields override earlier ones: ``message_delta`` usage is cumulative."""

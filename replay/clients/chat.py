@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
 from replay.clients.flavour import Conversation, Flavour, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
@@ -62,9 +63,11 @@ class ChatFlavour(Flavour):
         ``data: `` and has exactly one choice and one delta object whose first key is its content (as OpenAI, vLLM
         and SGLang write them; anything else is decoded), and nothing in the region needs decoding or is reasoning,
         each event is a content delta, empty or not."""
-        if b'"content":"' not in region or region[:6] != b"data: " or not only_plain_fields(region):
+        if b'"content":"' not in region or region[:6] != b"data: ":
             return None
         events = region.count(b"\n\n") + 1
+        if not only_plain_fields(region, objects=events):  # one object per event: its delta
+            return None
         if not (
             region.count(b"\n\ndata: ") + 1
             == region.count(b'"content":"')
@@ -81,7 +84,11 @@ class ChatFlavour(Flavour):
         for key, kind in ((b'"delta":{"content":"', ANSWER), (b'"delta":{"reasoning_content":"', REASONING),
                           (b'"delta":{"reasoning":"', REASONING)):  # fmt: skip
             if key in data:
-                if data.count(key[9:]) != 1 or key[9:-1] + b'""' in data or not only_plain_fields(data, kind):
+                if (
+                    data.count(key[9:]) != 1
+                    or key[9:-1] + b'""' in data
+                    or not only_plain_fields(data, kind, objects=1)
+                ):
                     return None
                 return kind
         return None  # tool calls, refusals and anything unusual: decode
@@ -168,15 +175,18 @@ class ChatFlavour(Flavour):
             st.ended = True  # some servers close right after the usage chunk, without [DONE]
 
 
-def only_plain_fields(buf: bytes, kind: int = ANSWER) -> bool:
-    """Nothing in ``buf`` that a full decode would read as a figure or find malformed: no error, usage, timings,
-    finish reason, refusal, tool calls or Groq extension (``null`` values aside), and no reasoning in an answer
-    (``kind`` REASONING: reasoning allowed, as in an event the scan already knows to be one)."""
+def only_plain_fields(buf: bytes, kind: int = ANSWER, objects: int = 0) -> bool:
+    """Nothing in ``buf`` that a full decode would read as a figure or find malformed: no error; no object-valued
+    field but the ``objects`` the caller expects (each chat event's delta), so no usage, timings, ``x_groq``,
+    ``time_info``, ``perf_metrics`` or ``provider_metadata`` (one count for all of them); no finish reason,
+    refusal or tool calls (``null`` values aside); and no reasoning in an answer (``kind`` REASONING: reasoning
+    allowed, as in an event the scan already knows to be one). The fast paths take only compact JSON
+    (``"key":"``), so an object value is always written ``":{``; a ``\\":{`` inside a string only adds to the
+    count and sends the buffer to a full decode."""
     if kind == ANSWER and b"reasoning" in buf:
         return False
-    for key in (b'"error"', b'"timings"', b'"x_groq"'):
-        if key in buf:
-            return False
+    if b'"error"' in buf or buf.count(b'":{') != objects:
+        return False
     # Null is fine: OpenAI sends "refusal":null and "finish_reason":null, vLLM "usage":null, on token chunks.
     for key in (b'"usage":', b'"finish_reason":', b'"refusal":', b'"tool_calls":'):
         if key in buf and buf.count(key) != buf.count(key + b"null"):
@@ -201,8 +211,7 @@ def note_common(st: StreamState, obj: dict[str, Any]) -> None:
     """The usage, server timings and self-description an OpenAI-style chunk may carry."""
     if obj.get("usage") is not None:
         st.usage_parts.append(obj["usage"])
-    if obj.get("timings") is not None:
-        st.timings = usage_mod.host_value(obj["timings"])
+    provider_fields.note_chunk(st, obj)
     if st.response_id is None and isinstance(obj.get("id"), str):
         st.response_id = obj["id"][:200]
     for key in _SERVED:
@@ -216,6 +225,7 @@ def openai_usage(st: StreamState) -> usage_mod.Usage:
     if not st.usage_parts:
         return usage_mod.Usage()
     last = st.usage_parts[-1]
+    provider_fields.note_usage(st, last)
     try:
         if not isinstance(last, dict):
             raise usage_mod.UsageError("usage is not an object")

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from replay.clients import provider_fields
+from replay.clients.affinity import Affinity
 from replay.clients.anthropic import AnthropicFlavour
 from replay.clients.chat import ChatFlavour
 from replay.clients.completions import CompletionsFlavour
@@ -48,7 +50,9 @@ class HostClient:
         self.transport = transport
         self.url = host.base_url.rstrip("/") + flavour.path
         self._key = host.api_key()
-        self._headers = flavour.headers(self._key)
+        self.affinity = Affinity(flavour.session_body, host.headers)  # {session}/{task} fields, filled per call
+        fixed = {k: v for k, v in host.headers.items() if k not in self.affinity.header_names}
+        self._headers = {**flavour.headers(self._key), **fixed}
 
     def render(
         self,
@@ -76,8 +80,12 @@ class HostClient:
         """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen. With ``collect``,
         returns the host's answer text (for live history)."""
         got = Received()
+        headers = {**self._headers, "X-Request-Id": rec.id}
+        if self.affinity:
+            body = self.affinity.body(body, rec.session, rec.task)
+            headers.update(self.affinity.headers(rec.session, rec.task))
         try:
-            await self.transport.post(self.url, body, {**self._headers, "X-Request-Id": rec.id}, rec, got)
+            await self.transport.post(self.url, body, headers, rec, got)
         except asyncio.CancelledError:
             self._fill(rec, got, interpret(self.flavour, got.reads, got.times, rec.t_sent))
             raise
@@ -112,7 +120,7 @@ class HostClient:
             rec.output_tokens, rec.reasoning_tokens = u.output, u.reasoning
             if u.problem:
                 rec.usage_raw = self._scrub(u.raw or "")
-        rec.server_timings = st.timings
+        rec.server_timings = st.timings if st.timings is not None else provider_fields.header_timings(got.headers)
         if st.served or st.response_id:
             rec.served = {**st.served, **({"id": st.response_id} if st.response_id else {})}
         self._headers_to(rec, got)

@@ -4,6 +4,10 @@
 |---|---|
 | ``http_429`` | the host refused for rate (``Retry-After`` kept on the record when sent) |
 | ``context_overflow`` | the prompt plus ``max_tokens`` exceeds the model's context (each provider's wording) |
+| ``request_too_large`` | the request's bytes exceed what the host accepts (413, Anthropic ``request_too_large``) |
+| ``quota_exhausted`` | the account's credit or quota is used up (402, OpenAI ``insufficient_quota``): never retried |
+| ``tier_limit`` | a limit of the account's tier or of the service tier asked for (OpenAI's 429 "Request too large |
+|  | for ... tokens per min", a service tier that refuses the request): never retried |
 | ``http_4xx``, ``http_5xx`` | any other refusal or server error |
 | ``connect`` | no connection, or it broke before the response headers |
 | ``disconnect`` | the connection broke after the headers, mid-stream |
@@ -30,10 +34,35 @@ _OVERFLOW = re.compile(
 )
 
 
+# Credit or quota used up: OpenAI insufficient_quota ("You exceeded your current quota"), OpenRouter 402
+# ("Insufficient credits"), Anthropic billing_error ("Your credit balance is too low"); PROVIDERS.md §1, §7.
+_QUOTA = re.compile(
+    rb"insufficient_quota|exceeded your current quota|insufficient credits|credit balance|billing_error"
+    rb"|quota (?:exceeded|exhausted)|out of credits|payment required",
+    re.IGNORECASE,
+)
+_TOO_LARGE = re.compile(rb"request_too_large|request too large|payload too large|request entity too large", re.I)
+# A limit of the tier rather than of the moment: OpenAI's 429 "Request too large for MODEL ... on tokens per min"
+# (one request above the tier's TPM), a service tier that refuses the request (Groq's performance tier, whose
+# exact wording could not be checked: docs/providers.md).
+_TIER = re.compile(
+    rb"(?:request too large|too large for).{0,200}per min|service[_ ]tier|performance tier|upgrade your (?:tier|plan)"
+    rb"|not available (?:on|for|in) (?:your|this) tier|tier limit",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def http_error_class(status: int, body: bytes) -> str:
     """The class of a non-200 answer, from its status and body."""
+    head = body[:20_000]
+    if status == 402 or (status in (400, 403, 429) and _QUOTA.search(head)):
+        return "quota_exhausted"
+    if status in (400, 413, 429) and _TIER.search(head):
+        return "tier_limit"
     if status == 429:
         return "http_429"
-    if status in (400, 413, 422) and _OVERFLOW.search(body[:20_000]):
+    if status in (400, 413, 422) and _OVERFLOW.search(head):
         return "context_overflow"
+    if status == 413 or (status == 400 and _TOO_LARGE.search(head)):
+        return "request_too_large"
     return f"http_{status // 100}xx"

@@ -8,6 +8,7 @@ and the run never see a wire format: they hand a flavour messages and get back a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 
 from replay import compact_json
+from replay.clients.affinity import split_body
 from replay.clients.stream import StreamReader, StreamState
 from replay.clients.usage import excerpt
 from replay.workload.trajectory import Message
@@ -29,7 +31,7 @@ class RequestOptions:
     model: str
     # Engine extensions (vLLM, SGLang, llama.cpp) that make the host produce exactly max_tokens.
     force_output_length: bool = False
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)  # fields holding {session} or {task}: filled per call
     cache_control: str = "none"  # anthropic: none | auto (breakpoints on system, tools and the last message)
     responses_state: str = "none"  # responses: none (full context every call) | previous (previous_response_id)
 
@@ -51,7 +53,8 @@ class Flavour(StreamReader):
     path = ""  # appended to the host's base URL
 
     def __init__(self, options: RequestOptions) -> None:
-        self.options = options
+        fixed, self.session_body = split_body(options.extra_body)  # templated fields: filled per call (affinity)
+        self.options = dataclasses.replace(options, extra_body=fixed) if self.session_body else options
         self._tools: dict[int, tuple[Any, bytes]] = {}  # id(tool list) -> (the list, kept alive; its bytes)
         self._model = orjson.dumps(options.model)
         self._fixed = self.fixed_fields()

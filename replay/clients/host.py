@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from replay.results.scrub import redact_fields
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 << 20  # far above any real answer; a longer one is cut and classified
 
@@ -26,6 +28,9 @@ class HostConfig:
     request_timeout_s: float = 600.0  # whole call
     stall_timeout_s: float = 120.0  # longest silence between two reads
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    dialect: str | None = None  # the provider whose fields and options apply (a preset's name), if any
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every call; {session}/{task} filled per call
+    connection: str = "session"  # session: kept-alive connections reused | per-request: a new one for every call
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -41,9 +46,13 @@ class HostConfig:
             "request_timeout_s": self.request_timeout_s,
             "stall_timeout_s": self.stall_timeout_s,
             "max_response_bytes": self.max_response_bytes,
+            "dialect": self.dialect,
+            "headers": redact_fields(self.headers),
+            "connection": self.connection,
         }
 
 
+CONNECTIONS = ("session", "per-request")
 _SECRET_PARAM = re.compile(r"key|token|secret|auth|password|sig", re.IGNORECASE)
 
 

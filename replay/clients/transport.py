@@ -66,7 +66,8 @@ class Transport:
         self._captured = True
 
     async def __aenter__(self) -> Transport:
-        connector = aiohttp.TCPConnector(limit=0, force_close=False, enable_cleanup_closed=True)
+        per_request = self.host.connection == "per-request"  # a new connection for every call, closed after it
+        connector = aiohttp.TCPConnector(limit=0, force_close=per_request, enable_cleanup_closed=True)
         self.http = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
@@ -81,8 +82,11 @@ class Transport:
 
     async def warm(self, url: str, headers: dict[str, str], connections: int) -> None:
         """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays for a
-        TCP handshake. A host that refuses or lacks ``url`` only loses the warm-up."""
+        TCP handshake. A host that refuses or lacks ``url`` only loses the warm-up. With ``--connection
+        per-request`` nothing is kept, so nothing is warmed."""
         assert self.http is not None
+        if self.host.connection == "per-request":
+            return
 
         async def one() -> None:
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
@@ -103,7 +107,7 @@ class Transport:
             rec.t_call = perf_counter()
         deadline = asyncio.get_running_loop().time() + self.host.request_timeout_s
         for attempt in range(2):
-            sent: list[float] = []  # filled by wire_stamps' trace when the body goes out
+            sent = wire_stamps.CallStamps()  # filled by wire_stamps' trace: body out, connection opened
             rec.t_sent = perf_counter()
             try:
                 async with self.http.post(
@@ -115,8 +119,9 @@ class Transport:
                     read_bufsize=_UNREAD_BODY_LIMIT,
                 ) as resp:
                     rec.t_headers = perf_counter()
-                    if sent:
-                        rec.t_sent = sent[0]
+                    if sent.sent is not None:
+                        rec.t_sent = sent.sent
+                    rec.connect_s = sent.connect_s
                     rec.status = resp.status
                     got.headers = _kept(resp.headers)
                     if resp.status != 200:

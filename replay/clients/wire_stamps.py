@@ -110,15 +110,48 @@ def forget(reader: Any) -> None:
     _CAPTURES.pop(id(reader), None)
 
 
+class CallStamps:
+    """What aiohttp's trace hooks saw of one call: when its body went out, and the connection it opened."""
+
+    __slots__ = ("connect_end", "connect_start", "sent")
+
+    def __init__(self) -> None:
+        self.sent: float | None = None  # the first body chunk handed to the transport
+        self.connect_start: float | None = None  # a new connection was begun (DNS, TCP and TLS follow)
+        self.connect_end: float | None = None
+
+    @property
+    def connect_s(self) -> float | None:
+        """Time spent opening a new connection for this call (None: it reused a kept-alive one)."""
+        if self.connect_start is None or self.connect_end is None:
+            return None
+        return max(0.0, self.connect_end - self.connect_start)
+
+
 async def _on_chunk_sent(_session: Any, ctx: SimpleNamespace, _params: Any) -> None:
     stamp = ctx.trace_request_ctx
-    if isinstance(stamp, list) and not stamp:
+    if isinstance(stamp, CallStamps):
+        if stamp.sent is None:
+            stamp.sent = perf_counter()
+    elif isinstance(stamp, list) and not stamp:
         stamp.append(perf_counter())
 
 
+async def _on_connect_start(_session: Any, ctx: SimpleNamespace, _params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, CallStamps):
+        ctx.trace_request_ctx.connect_start = perf_counter()
+
+
+async def _on_connect_end(_session: Any, ctx: SimpleNamespace, _params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, CallStamps):
+        ctx.trace_request_ctx.connect_end = perf_counter()
+
+
 def trace_config() -> aiohttp.TraceConfig:
-    """A TraceConfig for the client session: a request made with ``trace_request_ctx=[]`` gets the time its
-    first body chunk was handed to the transport appended to that list."""
+    """A TraceConfig for the client session: a request made with ``trace_request_ctx=CallStamps()`` gets the time
+    its first body chunk was handed to the transport, and when a new connection was opened for it."""
     config = aiohttp.TraceConfig()
     config.on_request_chunk_sent.append(_on_chunk_sent)
+    config.on_connection_create_start.append(_on_connect_start)
+    config.on_connection_create_end.append(_on_connect_end)
     return config

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from replay.jobs.hardware import Hardware, costs, hardware_for
+from replay.jobs.hardware import Hardware, costs, hardware_of_run
 from replay.jobs.study_files import rebuild
 from replay.results.bootstrap import RESAMPLES, bootstrap, describe
 from replay.results.level_figures import FIGURES, value
@@ -61,11 +61,7 @@ def side_from_file(path: str | Path, name: str | None = None, hardware: Hardware
     data = rebuilt.data
     h = data.header
     concurrency = (h.get("load") or {}).get("concurrency")
-    sim = h.get("simulated_host")
-    profile_file = (h.get("simulated") or {}).get("profile_file")
-    hw = hardware or hardware_for(
-        None if sim else (h.get("host") or {}).get("base_url"), sim, profile_file=profile_file
-    )
+    hw = hardware or hardware_of_run(h)
     return Side(name or path.stem, rebuilt.summary, data, str(path), hw, concurrency)
 
 

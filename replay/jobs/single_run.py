@@ -20,17 +20,18 @@ import aiohttp
 from replay import event_loop
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavour import RequestOptions
-from replay.clients.host import DEFAULT_MAX_RESPONSE_BYTES, HostConfig, check_url
+from replay.clients.host import CONNECTIONS, DEFAULT_MAX_RESPONSE_BYTES, HostConfig
 from replay.clients.transport import Transport
 from replay.jobs.embedded_host import embedded_host
 from replay.jobs.host_metrics import HostMetrics, endpoint
+from replay.jobs.hosts import HostError, ResolvedHost, rate_card_option, resolve
 from replay.jobs.rebuild import rebuild_run
 from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
 from replay.jobs.run_header import build_header
 from replay.results.prometheus_export import PrometheusSink, serve_metrics
 from replay.results.records import RunWriter
 from replay.results.run_reader import read_run
-from replay.results.scrub import Scrubber
+from replay.results.scrub import SECRET_NAMES, Scrubber
 from replay.results.streaming import StreamSummary
 from replay.results.thresholds import ThresholdError, parse_all
 from replay.results.truth_compare import compare, load_truth
@@ -84,6 +85,18 @@ class RunSpec:
     sim_fault_seed: int = 0
     sim_dialect: str | None = None
     sim_fallback: str | None = None
+    # Hosts (replay.jobs.hosts): --dialect, --hosts, --header, --connection, the speed options, --rate-card.
+    dialect: str | None = None  # a preset's fields and options applied to any URL (or the sim)
+    hosts_file: str | None = None  # default: ./replay.toml when present
+    headers: dict[str, str] = field(default_factory=dict)
+    connection: str = "session"  # session | per-request
+    service_tier: str | None = None
+    speed: str | None = None
+    route_sort: str | None = None
+    route_order: list[str] = field(default_factory=list)
+    route_only: list[str] = field(default_factory=list)
+    fallbacks: bool | None = None  # False: --no-fallbacks
+    rate_card: str | None = None  # a shipped card's name or input=..,output=.. (over the hosts file's)
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
     progress: bool = True
@@ -106,12 +119,12 @@ def default_out_path() -> Path:
     return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
 
 
-async def detect_model(base_url: str, timeout_s: float = 10.0) -> str | None:
-    """The first model a host lists at /models, for when --model is not given."""
+async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> str | None:
+    """The first model a host lists at /models, for when --model is not given (``headers``: its auth)."""
     with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
-            http.get(base_url.rstrip("/") + "/models") as resp,
+            http.get(base_url.rstrip("/") + "/models", headers=headers) as resp,
         ):
             data = await resp.json(content_type=None)
             return str(data["data"][0]["id"])
@@ -154,13 +167,25 @@ def truth_log_path(spec: RunSpec, out: Path, segment: int = 0) -> Path | None:
     return path.with_suffix(f".{segment}.jsonl") if segment else path
 
 
+def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
+    """``spec`` with its host resolved (a preset or hosts-file name becomes its URL, model, flavour, key variable,
+    body and headers) and the resolved host itself; RunError naming the file and field, or the option."""
+    try:
+        r = resolve(spec)
+        if spec.rate_card:
+            r = dataclasses.replace(r, price=rate_card_option(spec.rate_card))
+    except HostError as exc:
+        raise RunError(str(exc)) from None
+    if spec.connection not in CONNECTIONS:
+        raise RunError(f"--connection: expected one of {', '.join(CONNECTIONS)}, not {spec.connection!r}")
+    spec = dataclasses.replace(spec, host=r.base_url, model=r.model, api=r.api, api_key_env=r.key_env,
+                               extra_body=r.body, headers=r.headers)  # fmt: skip
+    return spec, r
+
+
 def check_spec(spec: RunSpec) -> None:
     """Everything about ``spec`` that can be wrong before a byte is sent: RunError naming the option."""
-    if spec.host:
-        try:
-            check_url(spec.host)
-        except ValueError as exc:
-            raise RunError(f"--host: {exc}") from None
+    spec, _ = resolve_host(spec)
     try:
         parse_all(spec.thresholds, check_figures=True)
     except ThresholdError as exc:
@@ -209,6 +234,7 @@ def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
+    spec, resolved = resolve_host(spec)
     ensure_open_files(spec.load.concurrency)
     out = Path(spec.out) if spec.out else default_out_path()
     try:
@@ -221,26 +247,33 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     if previous is not None:  # before anything is written: a refused resume leaves the file as it was
         _check_resume(spec, previous, workload, asked_duration)
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
+    secrets = [key] if key else []
+    for name, value in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
+        if name.lower() in SECRET_NAMES and value.strip():
+            secrets += [value, value.split()[-1]]
     stream = StreamSummary()
     window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
     if (spec.scrape_metrics or spec.baseline) and not window_s:  # the host's metrics and the noise: by window
-        window_s = DEFAULT_WINDOW_S  # the host's metrics are kept window by window
+        window_s = DEFAULT_WINDOW_S
     windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
     exporter = PrometheusSink(spec.host or f"simulated:{spec.sim_profile}") if spec.prometheus else None
     sink = Tee(*(s for s in (stream, windows, exporter) if s is not None))
-    writer = RunWriter(out, Scrubber([key] if key else []), sink=sink, append=previous is not None)
+    writer = RunWriter(out, Scrubber(secrets), sink=sink, append=previous is not None)
     truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
         with _host(spec, truth_log) as (base_url, sim):
-            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url)))
+            auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists models to its keys
+            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url, headers=auth)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
             host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
-                              spec.stall_timeout_s, spec.max_response_bytes)  # fmt: skip
+                              spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
+                              spec.connection)  # fmt: skip
             options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
                                      spec.responses_state)  # fmt: skip
             header = build_header(spec, host, workload, sim, truth_log)
+            header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
             if previous is None:
                 writer.header(header)
             else:

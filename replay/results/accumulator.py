@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from replay.results.host_tally import HostTally
 from replay.results.records import RequestRecord
 
 US = 1_000_000  # seconds → microseconds for latency histograms
@@ -114,7 +115,7 @@ def _dec(data: str | None) -> HdrHistogram:
 class Accumulator:
     """Counts, sums and histograms of a set of requests (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, card: dict[str, Any] | None = None) -> None:
         self.sums = dict.fromkeys(_SUMS, 0)
         self.errors_by_class: dict[str, int] = {}
         self.hist = {name: new_histogram() for name in HISTOGRAMS}
@@ -122,6 +123,7 @@ class Accumulator:
         self.estimated_input = False
         self.by_context = [_Bucket() for _ in CONTEXT_LABELS]
         self.by_turn = [_Bucket() for _ in TURN_LABELS]
+        self.host = HostTally(card)  # what the host said about itself; ``card`` prices each request as it comes
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
@@ -142,6 +144,7 @@ class Accumulator:
         s["prompt_tokens_est"] += r.prompt_tokens_est
         s["reusable_prefix_tokens"] += r.reusable_prefix_tokens
         self._tokens(r, token_key)
+        self.host.add(r, measured)
         if measured:
             self._measured(r)
 
@@ -219,6 +222,7 @@ class Accumulator:
             slot[1] += n
             slot[2] += o
         self.estimated_input |= other.estimated_input
+        self.host.merge(other.host, counts=True, calls=measured)
         if measured:
             self._merge_calls(other)
 
@@ -227,6 +231,7 @@ class Accumulator:
         for name in _SUMS:
             if name == "measured" or name.startswith("m_"):
                 self.sums[name] += other.sums[name]
+        self.host.merge(other.host, counts=False, calls=True)
         self._merge_calls(other)
 
     def _merge_calls(self, other: Accumulator) -> None:
@@ -246,6 +251,7 @@ class Accumulator:
             "estimated_input": self.estimated_input,
             "by_context": [b.encode() for b in self.by_context],
             "by_turn": [b.encode() for b in self.by_turn],
+            "host": self.host.encode(),
         }
 
     @classmethod
@@ -258,6 +264,7 @@ class Accumulator:
         acc.estimated_input = bool(data["estimated_input"])
         acc.by_context = [_Bucket.decode_from(b) for b in data["by_context"]]
         acc.by_turn = [_Bucket.decode_from(b) for b in data["by_turn"]]
+        acc.host = HostTally.decode(data.get("host"))
         return acc
 
 

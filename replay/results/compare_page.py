@@ -38,10 +38,12 @@ def _who(side: dict[str, Any]) -> str:
 
 def costs_section(cmp: dict[str, Any], prefix: str = "") -> Section | None:
     c = cmp.get("costs") or {}
-    if not any((c.get(k) or {}).get("price_per_hour") for k in ("a", "b")):
+    if not any((c.get(k) or {}).get("price_per_hour") or (c.get(k) or {}).get("rate_card") for k in ("a", "b")):
         return None
-    keys = (("price_per_hour", "price per hour"), ("per_task", "per task"), ("per_million_tokens", "per M tokens"),
-            ("per_million_output_tokens", "per M output tokens"))  # fmt: skip
+    keys = (("price_per_hour", "price per hour"), ("per_task", "per task at that price"),
+            ("per_million_tokens", "per M tokens at that price"), ("per_million_output_tokens", "per M output tokens"),
+            ("rate_card_per_task", "per task (rate card)"),
+            ("rate_card_per_million_tokens", "per M tokens (rate card)"))  # fmt: skip
     rows = [[label, fmt(c["a"].get(k), "usd"), fmt(c["b"].get(k), "usd")] for k, label in keys]
     words = "A closed loop of N agents with tasks of W s finishes N / W tasks a second: a task costs price/s x W / N."
     return Section(f"{prefix}costs", "Cost", table(["USD", "A", "B"], rows) + paragraph(text(words)))

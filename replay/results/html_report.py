@@ -18,6 +18,7 @@ from replay.results.html_page import Section, figure, note, num, paragraph, pct,
 from replay.results.html_summary import SUMMARY_SECTIONS
 from replay.results.report_input import RunReport, SectionFn
 from replay.results.timeline import series, session_intervals
+from replay.results.windows import series as window_series
 
 
 def distributions(rep: RunReport) -> Section:
@@ -41,6 +42,20 @@ def over_time(rep: RunReport) -> Section:
         " flight averaged over each bin."
     )
     return Section("over-time", title, figure(plots.over_time(series(rep.run), rep.window()), caption, title))
+
+
+def windows(rep: RunReport) -> Section | None:
+    """A soak's windows (``--window``), when the run has them: each figure over time, exactly as the windows hold
+    it (a host that degrades, or a speculator that warms up, shows here)."""
+    rows = window_series(rep.run)
+    if not rows:
+        return None
+    title = f"Over time, by window ({len(rows)} windows)"
+    caption = (
+        "Each window's figures from its own histograms: the calls completed in it and the tokens that fell in it"
+        " (a long call's early tokens count in earlier windows). The same rows as the text report's over-time table."
+    )
+    return Section("windows", title, figure(plots.window_figures(rows, rep.window()), caption, title))
 
 
 def sessions(rep: RunReport) -> Section:
@@ -111,6 +126,7 @@ RUN_SECTIONS: tuple[SectionFn, ...] = (
     *SUMMARY_SECTIONS,
     distributions,
     over_time,
+    windows,
     sessions,
     by_context,
     by_turn,

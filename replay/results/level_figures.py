@@ -18,7 +18,7 @@ class Figure:
 
     key: str
     label: str
-    unit: str  # tok/s | tok/min | s | ratio | share
+    unit: str  # tok/s | tok/min | s | share | usd
     better: str
 
 
@@ -36,6 +36,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure("cache.host_hit_ratio", "host cache hit", "share", "higher"),
     Figure("error_rate", "error rate", "share", "lower"),
     Figure("tasks.wall_s", "task wall time, mean", "s", "lower"),
+    Figure("cost.per_task_usd", "cost per task (rate card)", "usd", "lower"),
+    Figure("cost.per_mtok_usd", "cost per M tokens (rate card)", "usd", "lower"),
 )
 BY_KEY = {f.key: f for f in FIGURES}
 

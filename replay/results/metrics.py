@@ -13,9 +13,12 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from replay.results import host_signals, routes
 from replay.results.accumulator import TPS_SCALE, US, Accumulator
 from replay.results.breakdowns import breakdown_figures
+from replay.results.cost import run_cost
 from replay.results.records import RequestRecord, RunData
+from replay.results.server_figures import server_figures
 from replay.results.task_figures import task_figures
 
 SATURATED_CPU_SHARE = 0.85
@@ -80,10 +83,10 @@ def steady_window(run: RunData) -> Window:
     return joined(windows)
 
 
-def accumulate(requests: Iterable[RequestRecord], win: Window) -> Accumulator:
+def accumulate(requests: Iterable[RequestRecord], win: Window, card: dict[str, Any] | None = None) -> Accumulator:
     """The summary's accumulator of ``requests``: per-call figures of the successful calls sent in ``win``, and
-    every token keyed by whether it fell inside ``win``."""
-    acc = Accumulator()
+    every token keyed by whether it fell inside ``win``; each priced with the rate ``card``."""
+    acc = Accumulator(card)
     inside = win.__contains__
     for r in requests:
         acc.add(r, r.error is None and r.t_sent in win, inside)
@@ -93,7 +96,7 @@ def accumulate(requests: Iterable[RequestRecord], win: Window) -> Accumulator:
 def summarize(run: RunData) -> dict[str, Any]:
     """All figures of a run, as a JSON-ready dict (the shape of ``replay report --json``)."""
     win = steady_window(run)
-    return figures(accumulate(run.requests, win), win, run)
+    return figures(accumulate(run.requests, win, header_card(run.header)), win, run)
 
 
 def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
@@ -129,6 +132,24 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
         "totals": _totals(acc),
         "client": _client(run.client, win, acc),
         "breakdown": breakdown_figures(acc),
+        **provider_figures(acc, run),
+    }
+
+
+def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
+    """What the host says about itself (docs/providers.md): its own timings (absent when it sends none), routes,
+    speed modes, cost from the header's rate card, rate-limit state, connections and the provider's limits."""
+    t = acc.host
+    server = server_figures(t)
+    return {
+        **({"server": server} if server else {}),
+        "routes": routes.route_shares(t),
+        "service_tiers": routes.tier_shares(t),
+        "speed_modes": routes.speed_modes(t),
+        "cost": run_cost(t, run.tasks, header_card(run.header)),
+        "rate_limits": host_signals.rate_limits(t),
+        "connections": host_signals.connections(t),
+        "provider_limits": host_signals.provider_limits(acc.errors_by_class) | host_signals.tier_checks(run.header, t),
     }
 
 
@@ -146,6 +167,12 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
+def header_card(header: dict[str, Any]) -> dict[str, Any] | None:
+    """The rate card a run was priced with (the hosts file's or --rate-card's, as its header keeps it)."""
+    card = (header.get("host") or {}).get("price")
+    return card if isinstance(card, dict) else None
+
+
 def run_identity(header: dict[str, Any]) -> dict[str, Any]:
     """What a summary was made of, so two summaries can be told apart and compared without their run files."""
     host, load, workload = header.get("host") or {}, header.get("load") or {}, header.get("workload") or {}
@@ -154,6 +181,9 @@ def run_identity(header: dict[str, Any]) -> dict[str, Any]:
         "host": host.get("base_url"),
         "api": host.get("api"),
         "model": host.get("model"),
+        "preset": host.get("preset"),
+        "dialect": host.get("dialect"),
+        "host_name": host.get("name"),
         "simulated_profile": header.get("simulated_host"),
         "simulated_faults": sim.get("faults") if sim else header.get("simulated_faults"),
         "concurrency": load.get("concurrency"),

@@ -173,6 +173,51 @@ def over_time(s: Series, window: tuple[float, float]) -> Any:
     return fig
 
 
+def _line(ax: Any, x: np.ndarray, rows: Sequence[dict[str, Any]], key: str, label: str, colour: str) -> None:
+    y = np.asarray([np.nan if r.get(key) is None else r[key] for r in rows], dtype=float)
+    if np.isfinite(y).any():
+        ax.step(x, np.append(y, y[-1:]), where="post", label=label, color=colour)
+
+
+@styled
+def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) -> Any:
+    """A soak's figures per window (``replay.results.windows.series``): throughput, TTFT, per-user decode speed."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig = _figure(9, 6.2)
+    rates, ttft, speed = fig.subplots(3, 1, sharex=True)
+    x = np.asarray([r["start_s"] for r in rows] + [rows[-1]["end_s"]], dtype=float)
+    output = rates.twinx()  # output is a few % of the total: on its own scale, or it lies flat on the axis
+    _line(rates, x, rows, "total_tps", "total (left)", "#1f77b4")
+    _line(output, x, rows, "output_tps", "output (right)", "#ff7f0e")
+    thousands = FuncFormatter(lambda v, _pos: f"{v / 1000:g}k" if abs(v) >= 1000 else f"{v:g}")
+    for ax in (rates, output):
+        ax.yaxis.set_major_formatter(thousands)
+        ax.set_ylim(bottom=0)
+    output.grid(False)
+    rates.set_ylabel("total tokens/s")
+    output.set_ylabel("output tokens/s")
+    rates.set_title("Per window: calls completed in it, tokens that fell in it (steady window shaded)")
+    rates.legend(handles=rates.get_legend_handles_labels()[0] + output.get_legend_handles_labels()[0], loc="upper left",
+                 ncols=2)  # fmt: skip
+    _line(ttft, x, rows, "ttft_p50_s", "TTFT p50", "#1f77b4")
+    _line(ttft, x, rows, "ttft_p95_s", "TTFT p95", "#d62728")
+    top = max((r["ttft_p95_s"] or 0.0 for r in rows), default=0.0)
+    _seconds_axis(ttft, "y", top or 1.0)
+    _line(speed, x, rows, "user_decode_tps_p25", "per-user decode p25", "#2ca02c")
+    _line(speed, x, rows, "user_decode_tps_p50", "per-user decode p50", "#17becf")
+    speed.set_ylabel("tokens/s per user")
+    speed.set_xlabel("seconds from the run's start")
+    for ax in (rates, ttft, speed):
+        _window(ax, window)
+        ax.set_ylim(bottom=0)
+        ax.set_xlim(x[0], x[-1])
+    for ax in (ttft, speed):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", ncols=2)
+    return fig
+
+
 def kind_colours(kinds: Sequence[str]) -> dict[str, str]:
     """A colour for every kind: the known ones fixed, any other from a spare list, in order."""
     spare = iter(SPARE_COLOURS * (1 + len(kinds) // len(SPARE_COLOURS)))

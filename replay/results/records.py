@@ -66,6 +66,7 @@ class RequestRecord:
     throttle_s: float = 0.0  # --max-rpm wait before this attempt (throttled time)
     final: bool = True  # no further attempt followed: for a failed call, the turn failed
     headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
+    connect_s: float | None = None  # time to open a new connection for this call (None: a kept-alive one was reused)
 
     @property
     def ok(self) -> bool:
@@ -160,6 +161,8 @@ class RunWriter:
         header = self._scrub.value(header) if self._scrub is not None else header  # kept as the file has it
         self.header_data = {"format": RUN_FORMAT, **header}
         self._write("header", self.header_data)
+        if self.sink is not None and hasattr(self.sink, "header"):
+            self.sink.header(self.header_data)
 
     def request(self, rec: RequestRecord) -> None:
         self._write("request", asdict(rec))
@@ -186,6 +189,8 @@ class RunWriter:
     def resumed(self, header: dict[str, Any]) -> None:
         """Go on writing a run whose file already holds ``header`` (``replay run --resume``)."""
         self.header_data = header
+        if self.sink is not None and hasattr(self.sink, "header"):
+            self.sink.header(header)
 
     def mark(self, kind: str, payload: dict[str, Any]) -> None:
         """A window or segment record, written and synced at once (a soak's night must survive a power cut)."""

@@ -134,6 +134,8 @@ def read_run(path: str | Path, notes: Callable[[str], None] | None = None, sink:
             if isinstance(problem, dict):
                 if header is None:
                     header = problem
+                    if hasattr(sink, "header"):  # before any request: a summary prices them by its rate card
+                        sink.header(header)
                 else:
                     problem = "a second header (the first one is used)"
             if isinstance(problem, str):

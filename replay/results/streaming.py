@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.results.accumulator import Accumulator
-from replay.results.metrics import Window, figures, joined, window_from
+from replay.results.metrics import Window, figures, header_card, joined, window_from
 from replay.results.records import RequestRecord, RunData, TaskRecord
 
 WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
@@ -33,6 +33,10 @@ class StreamSummary:
         self.client: list[dict[str, Any]] = []
         self.first_sent: float | None = None
         self.last_done: float | None = None
+
+    def header(self, header: dict[str, Any]) -> None:
+        """The run's header, before any request: its rate card prices each request as it comes."""
+        self.acc.host.card = self.early.host.card = header_card(header)
 
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t
@@ -95,6 +99,7 @@ def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
     view = Accumulator()
     view.sums, view.errors_by_class, view.hist = acc.sums, acc.errors_by_class, acc.hist
     view.by_context, view.by_turn, view.estimated_input = acc.by_context, acc.by_turn, acc.estimated_input
+    view.host = acc.host
     view.tokens = {True: inside}
     return view
 

@@ -121,13 +121,19 @@ def figures_table(figures: list[dict[str, Any]], a: str, b: str) -> str:
 
 
 def _costs(c: dict[str, Any]) -> str:
-    if not c.get("price_per_hour"):
-        return "no price given"
-    return (
-        f"${c['price_per_hour']:,.2f}/h: {fmt(c['per_task'], 'usd')} per task,"
-        f" {fmt(c['per_million_tokens'], 'usd')} per M tokens, {fmt(c['per_million_output_tokens'], 'usd')} per M"
-        " output tokens"
-    )
+    parts = []
+    if c.get("price_per_hour"):
+        parts.append(
+            f"${c['price_per_hour']:,.2f}/h: {fmt(c['per_task'], 'usd')} per task,"
+            f" {fmt(c['per_million_tokens'], 'usd')} per M tokens, {fmt(c['per_million_output_tokens'], 'usd')} per M"
+            " output tokens"
+        )
+    if c.get("rate_card"):
+        parts.append(
+            f"rate card {c['rate_card']}: {fmt(c.get('rate_card_per_task'), 'usd')} per task,"
+            f" {fmt(c.get('rate_card_per_million_tokens'), 'usd')} per M tokens"
+        )
+    return "; ".join(parts) or "no price given (--price-per-hour, or a rate card: --rate-card or the hosts file)"
 
 
 def compare_text(cmp: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from replay.results.provider_report import provider_lines
 from replay.workload.words import plural
 
 
@@ -57,7 +58,7 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
         f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"
         f" cached), {tot['output_tokens']:,} output tokens"
     )
-    lines += _client(s["client"])
+    lines += _client(s["client"]) + provider_lines(s)
     if s.get("truth"):
         lines += _truth_lines(s["truth"])
     lines += _verdict(s)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.results.accumulator import Accumulator
-from replay.results.metrics import Window, figures
+from replay.results.metrics import Window, figures, header_card
 from replay.results.records import RequestRecord, RunData
 
 WARMUP, STEADY, AFTER = "warmup", "steady", "after"
@@ -28,10 +28,11 @@ class WindowRecorder:
         self.t0 = self.start = 0.0  # set by the run's "start" mark
         self.first = self.index = first_index  # a resumed run's windows go on numbering from its last one
         self.phases: dict[str, float] = {}
+        self.card: dict[str, Any] | None = None  # the run's rate card, from its header
         self._new()
 
     def _new(self) -> None:
-        self.steady, self.other = Accumulator(), Accumulator()
+        self.steady, self.other = Accumulator(self.card), Accumulator(self.card)
         self.host_metrics: dict[str, float] = {}
 
     def window_of(self, t: float) -> int:
@@ -43,6 +44,10 @@ class WindowRecorder:
         return self.window_of(t), phase
 
     # --- the sink the run writer feeds --------------------------------------------------------------------
+    def header(self, header: dict[str, Any]) -> None:
+        self.card = header_card(header)
+        self.steady.host.card = self.other.host.card = self.card
+
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t
         if name == "start":
@@ -169,6 +174,11 @@ class Tee:
 
     def __init__(self, *sinks: Any) -> None:
         self.sinks = sinks
+
+    def header(self, header: dict[str, Any]) -> None:
+        for s in self.sinks:
+            if hasattr(s, "header"):
+                s.header(header)
 
     def phase(self, name: str, t: float) -> None:
         for s in self.sinks:

@@ -4,7 +4,9 @@ Retried (``../shared/PROVIDERS.md``, the Stainless-generated SDKs' ``_should_ret
 and calls that failed before the host sent a token (no connection, a connection that broke, a stream that ended
 early or timed out). A call that failed after tokens arrived is retried only with ``--retry-partial`` (a replayed
 agent would have had half an answer). ``x-should-retry: true|false`` overrides all of that. A context overflow,
-a malformed stream or implausible usage is never retried: it would fail the same way.
+a malformed stream or implausible usage is never retried: it would fail the same way; nor is an exhausted quota
+or a tier's limit (``quota_exhausted``, ``tier_limit``: a 429 that waiting does not cure), whatever the host's
+``x-should-retry`` says.
 
 The wait honours ``retry-after-ms`` (milliseconds), then ``retry-after`` (seconds, or an HTTP date); otherwise it
 is exponential backoff with jitter (0.5 s doubling to 8 s, less up to 25 %, as the SDKs do). Every wait is capped
@@ -22,6 +24,7 @@ from replay.results.records import RequestRecord
 
 RETRY_STATUS = {408, 409, 429}
 _BEFORE_TOKENS = {"connect", "disconnect", "timeout", "incomplete", "empty", "stream_error"}
+NEVER = {"quota_exhausted", "tier_limit"}  # waiting does not cure them
 INITIAL_S, MAX_BACKOFF_S = 0.5, 8.0
 
 
@@ -36,6 +39,8 @@ class RetryPolicy:
 
     def should_retry(self, rec: RequestRecord) -> bool:
         """Whether the failed call ``rec`` is worth another attempt (its attempt number aside)."""
+        if rec.error in NEVER:
+            return False
         advice = (rec.headers or {}).get("x-should-retry")
         if advice in ("true", "false"):
             return advice == "true"

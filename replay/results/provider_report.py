@@ -1,0 +1,96 @@
+"""The terminal report's lines on what the host said about itself: served by, server vs client timings, routes
+and speed modes, cost, rate limits, connections and the provider's limits (figures from metrics.summarize)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1000:,.1f} ms"
+
+
+def _tps(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _signed(v: float | None) -> str:
+    return "-" if v is None else f"{v:+,.0f}"
+
+
+def _usd(v: float | None) -> str:
+    return "-" if v is None else (f"${v:,.4f}" if v < 1 else f"${v:,.2f}")
+
+
+def _shares(d: dict[str, float]) -> str:
+    return ", ".join(f"{k} {100 * v:.1f}%" for k, v in d.items())
+
+
+def provider_lines(s: dict[str, Any]) -> list[str]:
+    """A few lines, only for what the host reported (nothing for a plain host)."""
+    lines = _server(s.get("server")) + _routes(s) + _cost(s.get("cost")) + _signals(s)
+    return ["", "What the host says", *lines] if lines else []
+
+
+def _server(sv: dict[str, Any] | None) -> list[str]:
+    if not sv:
+        return []
+    t, d = sv["ttft_s"], sv["decode_tps"]
+    gap, gap_tps = sv["client_minus_server_ttft_s"], sv["client_minus_server_decode_tps"]
+    return [
+        f"  server TTFT p50 {_ms(t['p50'])}, p95 {_ms(t['p95'])} (queue p50 {_ms(sv['queue_s']['p50'])}) · server"
+        f" decode p50 {_tps(d['p50'])} tok/s  (n={sv['requests']})",
+        f"  client − server: TTFT p50 {_ms(gap['p50'])}, p95 {_ms(gap['p95'])} · decode p50"
+        f" {_signed(gap_tps['p50'])} tok/s (network, queues outside the engine, client)",
+    ]
+
+
+def _routes(s: dict[str, Any]) -> list[str]:
+    out = []
+    if s.get("routes") and (len(s["routes"]) > 1 or s.get("service_tiers")):
+        out.append(f"  routes: {_shares(s['routes'])}")
+    if s.get("service_tiers"):
+        out.append(f"  service tier answered: {_shares(s['service_tiers'])}")
+    modes = s.get("speed_modes") or []
+    if len(modes) == 2:
+        cells = " · ".join(
+            f"{100 * m['share']:.1f}% at {_tps(m['user_decode_tps_p50'])} tok/s"
+            + (f" ({m['route']})" if m.get("route") else "")
+            for m in modes
+        )
+        out.append(f"  two speed modes (per-user decode): {cells}")
+    return out
+
+
+def _cost(c: dict[str, Any] | None) -> list[str]:
+    if not c or (c.get("card") is None and c.get("total_usd") is None and c.get("host_reported_usd") is None):
+        return []
+    line = f"  cost: {_usd(c['total_usd'])} ({c['card'] or 'rate card'})"
+    if c.get("total_usd") is not None:
+        line += f" · {_usd(c['per_task_usd'])} per task · {_usd(c['per_mtok_usd'])} per million tokens"
+    if c.get("host_reported_usd") is not None:
+        line += f" · host-reported {_usd(c['host_reported_usd'])} ({c['host_reported_requests']} calls)"
+    return [line + (f" · {c['unpriced']} calls unpriced (no usage)" if c.get("unpriced") else "")]
+
+
+def _signals(s: dict[str, Any]) -> list[str]:
+    out = []
+    limits = s.get("rate_limits") or {}
+    if limits:
+        cells = [f"{k} {b['remaining_min']:,} of {b['limit']:,}" for k, b in limits.items()
+                 if b["remaining_min"] is not None and b["limit"] is not None]  # fmt: skip
+        if cells:
+            out.append(f"  rate limits, lowest remaining: {', '.join(cells)}")
+    conn = s.get("connections") or {}
+    if conn.get("new"):
+        ct = conn["connect_s"]
+        out.append(f"  new connections: {conn['new']} of {conn['new'] + conn['reused']} calls, connect p50"
+                   f" {_ms(ct['p50'])}, p95 {_ms(ct['p95'])} (before the bytes left: not in TTFT)")  # fmt: skip
+    pl = s.get("provider_limits") or {}
+    named = [f"{k} {v}" for k, v in pl.items() if isinstance(v, int)]
+    if named:
+        out.append(f"  provider limits hit: {', '.join(named)}")
+    g = pl.get("groq_performance_uncached_8192")
+    if g and g["above"]:
+        out.append(f"  {g['above']} of {g['of']} calls exceed Groq's Performance tier (uncached context >= 8,192)")
+    return out
