@@ -149,3 +149,19 @@ def test_two_hosts_swept_side_by_side_and_rebuilt(small_sweep, tmp_path):
         assert (tmp_path / name / "sweep.json").exists() and (tmp_path / name / "c2.jsonl").exists()
     rebuilt = _invoke(["report", str(tmp_path / "compare.json"), "--json"])
     assert rebuilt["comparisons"][0]["levels"] == pair["levels"]
+
+
+def test_hardware_comes_from_the_options_then_the_hosts_file_then_the_sim_profile(tmp_path):
+    from replay.jobs.hardware import hardware_for
+    from replay.jobs.single_run import RunSpec
+
+    hosts = tmp_path / "hosts.toml"
+    hosts.write_text('[hosts.node]\nurl = "http://127.0.0.1:9/v1"\ngpus = 8\npower_kw = 5.6\n')
+    node = RunSpec(host="node", hosts_file=str(hosts))
+    hw = hardware_for(node)
+    assert (hw.gpus, hw.power_kw, hw.price_per_hour) == (8, 5.6, None) and hw.source.startswith("hosts file")
+    hw = hardware_for(node, gpus=4, price_per_hour=12.0)
+    assert (hw.gpus, hw.power_kw, hw.price_per_hour) == (4, 5.6, 12.0)
+    sim = hardware_for(RunSpec(sim_profile="moe-8gpu"))
+    assert sim.gpus == 8 and sim.power_kw is None and sim.source == "sim profile moe-8gpu (gpus)"
+    assert hardware_for(RunSpec(host="http://127.0.0.1:9/v1")).gpus is None  # a bare URL says nothing
