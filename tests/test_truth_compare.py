@@ -65,3 +65,24 @@ def test_load_truth_names_the_bad_line_and_skips_a_torn_last_one(tmp_path: Path)
     path.write_bytes(b'{"arrival": 1.0}\n')
     with pytest.raises(TruthLogError, match=r"truth.jsonl:1: field 'request_id' missing"):
         load_truth(path)
+
+
+def test_a_long_run_is_checked_on_every_kth_call_in_bounded_memory(tmp_path: Path, monkeypatch) -> None:
+    from conftest import simple_turns, write_trajectory
+
+    from replay.jobs.single_run import RunSpec, execute
+    from replay.results import truth_compare
+    from replay.sessions.closed_loop import LoadConfig
+    from replay.sessions.tool_time import ToolTimePolicy
+
+    work = tmp_path / "w.jsonl"
+    for i in range(3):
+        write_trajectory(work, f"w{i}", simple_turns(7, output_tokens=5))
+    monkeypatch.setattr(truth_compare, "MAX_COMPARED", 5)
+    spec = RunSpec(trajectories=[str(work)], sim_profile="instant", progress=False, out=str(tmp_path / "r.jsonl"),
+                   load=LoadConfig(concurrency=3, tool_time=ToolTimePolicy.parse("none")))  # fmt: skip
+    tr = execute(spec).summary["truth"]
+    assert tr["of_requests"] == 21 and tr["every"] == 5  # ceil(21 / 5)
+    assert tr["requests"] == tr["matched"] == 5 and tr["output_tokens_equal"] == 5  # calls 0, 5, 10, 15, 20
+    ids = {orjson.loads(line)["request_id"] for line in (tmp_path / "r.truth.jsonl").read_bytes().splitlines()}
+    assert len(truth_compare.load_truth(tmp_path / "r.truth.jsonl", set(sorted(ids)[:2]))) == 2

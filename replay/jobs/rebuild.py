@@ -16,7 +16,7 @@ from replay.results.recorded_timeline import recorded_timeline
 from replay.results.records import RunData
 from replay.results.run_reader import read_run
 from replay.results.streaming import summarize_file
-from replay.results.truth_compare import compare, find_truth_log, load_truth
+from replay.results.truth_compare import compare_file, find_truth_log
 from replay.results.verdict import judge
 from replay.results.windows import series, span, window_records
 
@@ -38,7 +38,7 @@ def rebuild_run(
     the start) summarises only the windows of that span."""
     summary, data = summarize_file(run_file)
     truth = truth or find_truth_log(run_file, data.header)
-    if truth or records:
+    if records:
         full = read_run(run_file, notes=lambda _: None)  # the notes were said by the first pass
         full.marks = data.marks
         data = full
@@ -49,10 +49,8 @@ def rebuild_run(
         summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
         summary["span"] = {"from_s": lo or 0.0, "to_s": hi}
     if truth and between is None:
-        logs = {}
-        for path in [truth, *_segment_truth_logs(run_file, data)]:
-            logs.update(load_truth(path))
-        summary["truth"] = compare(data.requests, logs)
+        logs = [Path(truth), *_segment_truth_logs(run_file, data)]
+        summary["truth"] = compare_file(run_file, logs, summary["requests"])
     if data.later_phases or any(m["type"] == "segment" for m in data.marks):
         summary["segments"] = segments(data)
     if window_records(data):

@@ -30,11 +30,10 @@ from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
 from replay.jobs.run_header import build_header
 from replay.results.prometheus_export import PrometheusSink, serve_metrics
 from replay.results.records import RunWriter
-from replay.results.run_reader import read_run
 from replay.results.scrub import SECRET_NAMES, Scrubber
 from replay.results.streaming import StreamSummary
 from replay.results.thresholds import ThresholdError, parse_all
-from replay.results.truth_compare import compare, load_truth
+from replay.results.truth_compare import compare_file
 from replay.results.verdict import judge
 from replay.results.windows import Tee, WindowRecorder
 from replay.sessions.closed_loop import LoadConfig, run_load
@@ -304,7 +303,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     if previous is None and windows is None:
         summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
         if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-            summary["truth"] = compare(read_run(out).requests, load_truth(truth_log))
+            summary["truth"] = compare_file(out, [truth_log], summary["requests"])
         judge(summary, writer.header_data, writer.footer_data)
     else:  # segments and windows: as the report reads them (its baseline gate included)
         try:

@@ -17,14 +17,13 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
-from hdrh.histogram import HdrHistogram
 
+from replay.results.histogram import HIGHEST, Histogram
 from replay.results.host_tally import HostTally
 from replay.results.records import RequestRecord
 
 US = 1_000_000  # seconds → microseconds for latency histograms
 TPS_SCALE = 1000  # tokens/s → milli-tokens/s for speed histograms
-HIGHEST = 1 << 40  # µs (12 days) or milli-tokens/s: one range for all, so any two histograms merge
 HISTOGRAMS = ("ttft", "ttfat", "e2e", "itl", "decode", "with_wait", "send_wait")
 K = 1024
 CONTEXT_EDGES = (0, 8 * K, 32 * K, 64 * K, 128 * K)  # prompt tokens, [low, high); the vendors' "8k" is 8 × 1024
@@ -37,8 +36,8 @@ _SUMS = ("requests", "ok", "retries", "errors", "invalid_usage", "finals", "fina
          "m_prompt_reported")  # fmt: skip
 
 
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(1, HIGHEST, 3)
+def new_histogram() -> Histogram:
+    return Histogram()
 
 
 def _clip(v: float) -> int:
@@ -100,16 +99,12 @@ class _Bucket:
         return b
 
 
-def _enc(h: HdrHistogram) -> str | None:
-    return h.encode().decode() if h.get_total_count() else None
+def _enc(h: Histogram) -> str | None:
+    return h.encode()
 
 
-def _dec(data: str | None) -> HdrHistogram:
-    if not data:
-        return new_histogram()
-    h = new_histogram()
-    h.add(HdrHistogram.decode(data.encode()))
-    return h
+def _dec(data: str | None) -> Histogram:
+    return Histogram.decode(data)
 
 
 class Accumulator:

@@ -16,9 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
 from replay.results.cost import PICO, request_cost
+from replay.results.histogram import HIGHEST, Histogram
 from replay.results.host_signals import bucket_field, parse_int
 from replay.results.records import RequestRecord
 from replay.results.routes import SPEED_BINS_PER_E, route_of
@@ -26,28 +25,24 @@ from replay.results.server_figures import server_times
 
 US = 1_000_000
 TPS_SCALE = 1000
-HIGHEST = 1 << 40
 GROQ_PERFORMANCE_UNCACHED = 8192  # Groq's Performance tier takes requests whose uncached context is below this
 SERVER = ("ttft", "queue", "prefill", "decode")
 
 
-def _hist() -> HdrHistogram:
-    return HdrHistogram(1, HIGHEST, 3)
+def _hist() -> Histogram:
+    return Histogram()
 
 
 def _clip(v: float) -> int:
     return min(max(round(v), 1), HIGHEST)
 
 
-def _enc(h: HdrHistogram) -> str | None:
-    return h.encode().decode() if h.get_total_count() else None
+def _enc(h: Histogram) -> str | None:
+    return h.encode()
 
 
-def _dec(data: str | None) -> HdrHistogram:
-    h = _hist()
-    if data:
-        h.add(HdrHistogram.decode(data.encode()))
-    return h
+def _dec(data: str | None) -> Histogram:
+    return Histogram.decode(data)
 
 
 class Signed:

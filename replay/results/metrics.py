@@ -11,12 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
 from replay.results import host_signals, routes
 from replay.results.accumulator import TPS_SCALE, US, Accumulator
 from replay.results.breakdowns import breakdown_figures
 from replay.results.cost import run_cost
+from replay.results.histogram import Histogram
 from replay.results.records import RequestRecord, RunData
 from replay.results.server_figures import server_figures
 from replay.results.task_figures import task_figures
@@ -153,7 +152,7 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
     }
 
 
-def _percentiles(hist: HdrHistogram, ps: tuple[int, ...], scale: float) -> dict[str, float | None]:
+def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> dict[str, float | None]:
     n = hist.get_total_count()
     if not n:
         return {f"p{p}": None for p in ps} | {"mean": None, "n": 0}

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hdrh.histogram import HdrHistogram
-
 if TYPE_CHECKING:
+    from replay.results.histogram import Histogram
     from replay.results.host_tally import HostTally, Signed
 
 US = 1_000_000
@@ -50,7 +49,7 @@ def server_times(t: Any) -> dict[str, float | None] | None:
     return None
 
 
-def _pcts(h: HdrHistogram, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str, float | int | None]:
+def _pcts(h: Histogram, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str, float | int | None]:
     n = h.get_total_count()
     if not n:
         return {f"p{p}": None for p in ps} | {"n": 0}

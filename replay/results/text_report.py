@@ -210,9 +210,11 @@ def _truth_lines(tr: dict[str, Any]) -> list[str]:
         tr["output_tokens_equal"] == tr["ok_matched"] and tr["cached_tokens_equal"] == tr["cached_tokens_reported"]
     )
     counts = "equal" if counts_ok else "DIFFER"
+    every = tr.get("every") or 1
+    of = f", every {every}th call of {tr['of_requests']:,}" if every > 1 else ""
     return [
         "",
-        f"Against the host's truth log ({tr['matched']} of {tr['requests']} calls matched; counts {counts}: output"
+        f"Against the host's truth log ({tr['matched']} of {tr['requests']} calls matched{of}; counts {counts}: output"
         f" {tr['output_tokens_equal']}/{tr['ok_matched']}, cached {tr['cached_tokens_equal']}/"
         f"{tr['cached_tokens_reported']})",
         f"  client − host: TTFT p50 {_s(ttft['p50'])}, p99 {_s(ttft['p99'])} · token times p50 {_s(tok['p50'])},"

@@ -24,23 +24,64 @@ class TruthLogError(ValueError):
     """A truth log line that is not what the sim writes; the message names the file and line."""
 
 
-def load_truth(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The truth records of a log, by request id (a torn last line, from a host that was killed, is skipped)."""
-    lines = Path(path).read_bytes().split(b"\n")
+def load_truth(path: str | Path, ids: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The truth records of a log, by request id (only ``ids`` when given); a torn last line, from a host that was
+    killed, is skipped. Read line by line: a soak's log is not held, only the records asked for."""
     out: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            if number == len(lines):  # no newline after it: written as the host died
-                break
-            raise TruthLogError(f"{path}:{number}: not JSON ({exc})") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("request_id"), str):
-            raise TruthLogError(f"{path}:{number}: field 'request_id' missing: not a truth log line")
-        out[rec["request_id"]] = rec
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if not line.endswith(b"\n"):  # no newline after it: written as the host died
+                    break
+                raise TruthLogError(f"{path}:{number}: not JSON ({exc})") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("request_id"), str):
+                raise TruthLogError(f"{path}:{number}: field 'request_id' missing: not a truth log line")
+            if ids is None or rec["request_id"] in ids:
+                out[rec["request_id"]] = rec
     return out
+
+
+MAX_COMPARED = 10_000  # requests held for the check (a few KB each): beyond it, every k-th call of the run is compared
+
+
+class _Every:
+    """A run-reader sink keeping every ``stride``-th request record and nothing else."""
+
+    def __init__(self, stride: int) -> None:
+        self.stride, self.seen, self.requests = stride, 0, []
+
+    def request(self, r: RequestRecord) -> None:
+        if self.seen % self.stride == 0:
+            self.requests.append(r)
+        self.seen += 1
+
+    def phase(self, name: str, t: float) -> None:
+        pass
+
+    def task(self, t: Any) -> None:
+        pass
+
+    def sample(self, s: Any) -> None:
+        pass
+
+
+def compare_file(run_file: str | Path, truth_logs: list[Path], total: int) -> dict[str, Any]:
+    """``compare`` of a run file against its truth logs in bounded memory: all its ``total`` requests up to
+    ``MAX_COMPARED``, else every k-th one in file order (``every`` says k; ``of_requests`` the total)."""
+    from replay.results.run_reader import read_run
+
+    stride = max(1, -(-total // MAX_COMPARED))
+    keep = _Every(stride)
+    read_run(run_file, notes=lambda _: None, sink=keep)
+    ids = {r.id for r in keep.requests}
+    logs: dict[str, dict[str, Any]] = {}
+    for path in truth_logs:
+        logs.update(load_truth(path, ids))
+    return compare(keep.requests, logs) | {"every": stride, "of_requests": keep.seen}
 
 
 def find_truth_log(run_file: str | Path, header: dict[str, Any]) -> Path | None:
