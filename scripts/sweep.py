@@ -1,16 +1,19 @@
-"""Concurrency sweep against the simulated host: one ``replay run`` per concurrency, then a table and a plot.
+"""Concurrency sweep figures for the docs: ``replay sweep`` against the simulated host, then a table and a plot.
 
-Each point is a separate ``replay run`` (embedded simulated host in its own process, ``--json`` summary),
-so a point measures exactly what a user would measure. ``--virtual`` instead drives the same engine on a
-virtual clock (``replay.sim.virtual``): no sockets, no client, seconds of CPU for the whole sweep, for a
-preview of the curve's shape or for profile work.
+The sweep itself is ``replay sweep`` (one run per level, each in its own embedded simulated host, and a sweep
+index with the knee and the frontier); this script adds what the docs show: a PNG, a CSV and a Markdown table.
+``--virtual`` is ``replay sweep --virtual``: the same engine on a virtual clock (``replay.sim.virtual``), no
+sockets and no client, seconds of CPU for the whole sweep, for a preview of the curve's shape or profile work.
 
     python scripts/sweep.py --profile moe-8gpu --concurrency 1,2,4,8,16,24,32,48,64 \\
         --duration 90 --warmup 20 --out docs/img/sweep-moe-8gpu
     python scripts/sweep.py --profile overloaded --concurrency 1,2,3,4,5,6,8,12,16 --virtual --out /tmp/o
 
 Writes OUT.json (the rows and how they were made), OUT.csv and OUT.png (needs matplotlib: the ``plots``
-extra). ``--plot-only OUT.json`` redraws the picture from a finished sweep.
+extra); the runs and the sweep index go to ``--runs-dir``. ``--duration`` is the whole of a level (warm-up
+included), as before: the window is ``duration - warmup``. ``--plot-only OUT.json`` redraws the picture.
+Like ``replay run``, every task is salted (distinct conversations) unless ``--no-salt-tasks``; the virtual
+clock's ``--unique`` is now that default.
 """
 
 from __future__ import annotations
@@ -53,29 +56,21 @@ def row(summary: dict[str, Any], concurrency: int) -> dict[str, Any]:
     return out
 
 
-def run_point(args: argparse.Namespace, concurrency: int, run_dir: Path) -> dict[str, Any]:
-    """One ``replay run`` at ``concurrency``; its JSON summary."""
+def run_sweep(args: argparse.Namespace, levels: list[int], run_dir: Path) -> dict[str, Any]:
+    """``replay sweep`` over ``levels`` (real time, or the virtual clock); its JSON."""
     cmd = [
-        sys.executable, "-m", "replay", "run", *args.trajectories,
-        "--sim-profile", args.profile, "-c", str(concurrency),
-        "--duration", str(args.duration), "--warmup", str(args.warmup), "--seed", str(args.seed),
-        "--drain-timeout", str(args.drain_timeout), "--json", "-q",
-        "--out", str(run_dir / f"run-c{concurrency}.jsonl"),
+        sys.executable, "-m", "replay", "sweep", *args.trajectories,
+        "--sim-profile", args.profile, "-c", ",".join(map(str, levels)),
+        "--window", str(args.duration - args.warmup), "--warmup", str(args.warmup), "--seed", str(args.seed),
+        "--drain-timeout", str(args.drain_timeout), "--json", "--out", str(run_dir),
+        *(["--virtual"] if args.virtual else []),
         *(["--no-salt-tasks"] if args.no_salt_tasks else []),
     ]  # fmt: skip
-    limit = args.duration + args.drain_timeout + 120
-    proc = subprocess.run(cmd, capture_output=True, timeout=limit, check=False)
+    limit = len(levels) * (args.duration + args.drain_timeout + 120)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=limit, check=False)  # progress goes to stderr
     if proc.returncode != 0:
-        raise SystemExit(f"replay run at concurrency {concurrency} failed:\n{proc.stderr.decode()[-2000:]}")
+        raise SystemExit(f"replay sweep failed (exit {proc.returncode})")
     return orjson.loads(proc.stdout)
-
-
-def virtual_point(args: argparse.Namespace, concurrency: int, workload: Any) -> dict[str, Any]:
-    from replay.sim.profiles import get_profile
-    from replay.sim.virtual import simulate
-
-    profile = get_profile(args.profile)
-    return simulate(profile, workload, concurrency, args.duration, args.warmup, args.seed, unique_tasks=args.unique)
 
 
 def write_table(rows: list[dict[str, Any]], out: Path, meta: dict[str, Any]) -> None:
@@ -161,13 +156,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--virtual", action="store_true", help="virtual clock: the engine alone, in seconds")
     parser.add_argument(
-        "--unique", action="store_true", help="virtual only: no two tasks share a cached prefix (distinct agents)"
-    )
-    parser.add_argument(
-        "--no-salt-tasks", action="store_true", help="replay run only: copies of a trajectory share their prefixes"
+        "--no-salt-tasks", action="store_true", help="copies of a trajectory share their prefixes (not distinct agents)"
     )
     parser.add_argument("--out", default="sweep", help="output path without extension")
-    parser.add_argument("--runs-dir", help="where the run files go (default: replay-runs/sweep-NAME)")
+    parser.add_argument("--runs-dir", help="where the run files and sweep.json go (default: replay-runs/sweep-NAME)")
     parser.add_argument("--plot-only", help="redraw OUT.png from this sweep JSON")
     args = parser.parse_args()
     out = Path(args.out)
@@ -176,35 +168,30 @@ def main() -> None:
         data = orjson.loads(Path(args.plot_only).read_bytes())
         plot(data["rows"], out, data["title"])
         return
+    if args.warmup >= args.duration:
+        raise SystemExit("--duration is a level's whole length: it must be longer than --warmup")
     levels = [int(x) for x in args.concurrency.split(",")]
-    mode = "virtual clock" if args.virtual else "replay run, embedded sim"
-    if args.virtual and args.unique:
-        mode += ", every task distinct"
+    mode = "virtual clock" if args.virtual else "replay sweep, embedded sim"
+    if args.no_salt_tasks:
+        mode += ", copies share prefixes"
     title = f"profile {args.profile}: {args.duration:g} s runs, {args.warmup:g} s warm-up ({mode})"
-    workload = None
-    if args.virtual:
-        from replay.workload.trajectory import default_workload_path, load_workload
-
-        workload = load_workload(args.trajectories or [default_workload_path()])
     run_dir = Path(args.runs_dir) if args.runs_dir else Path("replay-runs") / f"sweep-{out.name}"
-    if not args.virtual:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    meta = {"title": title, "command": " ".join(sys.argv), "profile": args.profile, "virtual": args.virtual}
-    for c in levels:
-        t0 = time.perf_counter()
-        summary = virtual_point(args, c, workload) if args.virtual else run_point(args, c, run_dir)
-        rows.append(row(summary, c))
-        r = rows[-1]
-        print(
-            f"c={c:3d}  total {r['total_tps'] or 0:9,.0f} tok/s  output {r['output_tps'] or 0:7,.0f}  "
-            f"TTFT p50 {r['ttft_p50_s'] or 0:6.2f} s  decode p25 {r['decode_p25_tps'] or 0:6.1f}  "
-            f"({time.perf_counter() - t0:.0f} s)",
-            flush=True,
-        )
-        write_table(rows, out, meta)  # after every point: a cut-short sweep keeps what it measured
+    t0 = time.perf_counter()
+    sweep = run_sweep(args, levels, run_dir)
+    rows = [row(level, level["concurrency"]) for level in sweep["levels"]]
+    meta = {
+        "title": title,
+        "command": " ".join(sys.argv),
+        "profile": args.profile,
+        "virtual": args.virtual,
+        "sweep_index": str(run_dir / "sweep.json"),
+        "knee": sweep["knee"],
+        "frontier": [p["concurrency"] for p in sweep["frontier"]],
+    }
+    write_table(rows, out, meta)
     plot(rows, out, title)
     print(markdown(rows))
+    print(f"knee: {sweep['knee']['concurrency']} ({sweep['knee']['rule']}); {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Command line: ``replay run | report | sim | probe | import | inspect | synth``, one module per command family."""
+"""Command line: ``replay run | report | sweep | capacity | compare | claims | sim | probe | import | inspect |
+synth``, one module per command family."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ from typing import Any
 import click
 
 from replay import __version__
+from replay.cli.capacity_cmd import capacity
+from replay.cli.claims_cmd import claims
+from replay.cli.compare_cmd import compare
 from replay.cli.probe_cmd import probe
 from replay.cli.report_cmd import report
 from replay.cli.run_cmd import run
 from replay.cli.sim_cmd import sim
+from replay.cli.sweep_cmd import sweep
 from replay.cli.workload_cmd import import_cmd, inspect_cmd, synth
 
 _WHOLE = 10_000  # a short-help limit no one-line description reaches: click would cut at ~45 characters
@@ -52,7 +57,7 @@ def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
 
 
-for command in (run, report, sim, probe, import_cmd, inspect_cmd, synth):
+for command in (run, report, sweep, capacity, compare, claims, sim, probe, import_cmd, inspect_cmd, synth):
     main.add_command(command)
 
 

@@ -17,8 +17,6 @@ RECIPE = [
         help="Run by a public benchmark's rules and print its figures: agentx (SemiAnalysis InferenceX AgentX v1.0, "
         "as agentx-harness 1.0.12 runs it) or aa-agentperf (Artificial Analysis AA-AgentPerf). docs/recipes.md.",
     ),
-    click.option("--gpus", type=click.IntRange(1), help="GPUs (accelerators) of the host, for per-GPU figures."),
-    click.option("--power-kw", type=click.FloatRange(min=0, min_open=True), help="Power of the host, for per-MW."),
     click.option(
         "--slo-tier",
         "slo_tiers",
@@ -106,8 +104,8 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     except click.BadParameter as exc:
         raise _bad("--recipe-min-duration", exc.message) from None
     facts = RecipeFacts(
-        gpus=opts.get("gpus"),
-        power_kw=opts.get("power_kw"),
+        gpus=_one(opts.get("gpus"), "--gpus"),
+        power_kw=_one(opts.get("power_kw"), "--power-kw"),
         min_duration_s=minimum,
         **({"slo_tiers": t} if (t := _tiers(tuple(opts.get("slo_tiers") or ()))) else {}),
     )
@@ -116,3 +114,12 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
         asked = {k for k in ("duration", "tasks") if opts.get(k) is not None}
         spec = apply_recipe(dataclasses.replace(spec, recipe=opts["recipe"]), get_recipe(opts["recipe"]), asked)
     return spec
+
+
+def _one(value: Any, option: str) -> Any:
+    """One host's value of a repeatable hardware option (study_options.HARDWARE: once per --host)."""
+    if not isinstance(value, tuple):
+        return value
+    if len(value) > 1:
+        raise _bad(option, f"given {len(value)} times for one host")
+    return value[0] if value else None

@@ -41,7 +41,17 @@ def report(
     from_: str | None,
     to: str | None,
 ) -> None:
-    """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any)."""
+    """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any).
+
+    RUN_FILE may also be a study's index (sweep.json, capacity.json, compare.json): its figures are rebuilt from
+    the run files it names.
+    """
+    from replay.jobs.study_files import index_format
+
+    if fmt := index_format(run_file):  # a sweep's, a capacity search's or a comparison's index
+        from replay.cli.study_report import report_index
+
+        return report_index(run_file, fmt, as_json, html_path, csv_dir)
     from replay.jobs.rebuild import rebuild_run
     from replay.results.plots import PlotsUnavailable, require_matplotlib
     from replay.results.text_report import to_json, to_text

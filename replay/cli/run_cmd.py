@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from replay.cli import run_options
+from replay.cli import run_options, study_options
 from replay.cli.recipe_options import RECIPE
 
 
@@ -23,6 +23,7 @@ from replay.cli.recipe_options import RECIPE
     run_options.REQUEST,
     run_options.SIM,
 )
+@run_options.apply(study_options.HARDWARE, study_options.SIDE_BY_SIDE)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -47,15 +48,21 @@ def run(
     if resume and out and out != resume:
         raise click.BadParameter("--resume writes into the run it resumes: give --out the same file or leave it out",
                                  param_hint="--out")  # fmt: skip
+    if len(run_options.host_values(opts)) > 1:  # hosts side by side: replay.cli.hosts_run
+        if resume:
+            raise click.BadParameter("one host to resume a run", param_hint="--resume")
+        from replay.cli.hosts_run import run_hosts
+
+        return run_hosts(trajectories, out, as_json, quiet, opts)
     spec = run_options.spec_from(opts, trajectories, resume or out)
     spec.progress, spec.resume = not quiet, bool(resume)
     try:
         check_spec(spec)  # before anything is printed: a bad --host may hold a key
     except RunError as exc:
         raise click.ClickException(str(exc)) from None
-    host, concurrency, sim_profile = opts["host"], opts["concurrency"], opts["sim_profile"]
+    concurrency = opts["concurrency"]
     if not quiet:
-        where = host or f"embedded simulated host (profile {sim_profile})"
+        where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"
         click.echo(f"replay: {concurrency} sessions against {where}", err=True)
     try:
         result = execute(spec)

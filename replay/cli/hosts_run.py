@@ -1,0 +1,48 @@
+"""``replay run --host A --host B ...``: the same seeded workload against each host, then one comparison."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from replay.cli import study_options
+
+
+def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, opts: dict[str, Any]) -> None:
+    """One run per host (run files ``OUT.<n>-<host>.jsonl``), the comparison in ``OUT.compare.json``, printed."""
+    from replay.jobs.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_runs, inputs, run_all, slug
+    from replay.jobs.single_run import default_out_path, execute
+    from replay.jobs.study_files import write_json
+    from replay.results.study_text import hosts_text
+    from replay.results.text_report import to_json
+
+    targets = study_options.targets(opts, trajectories)
+    base = Path(out) if out else default_out_path()
+    paths = [base.with_name(f"{base.stem}.{slug(t.label, i)}.jsonl") for i, t in enumerate(targets)]
+    for t, p in zip(targets, paths, strict=True):  # each host's truth log (a sim's) beside its own run file
+        t.spec.out, t.spec.progress, t.spec.sim_truth_log = str(p), not quiet, None
+    at_once = opts["hosts_at_once"]
+    if not quiet:
+        click.echo(f"replay: {opts['concurrency']} sessions against {len(targets)} hosts, "
+                   f"{AT_ONCE if at_once else ONE_AFTER_ANOTHER}", err=True)  # fmt: skip
+    try:
+        results = run_all(targets, lambda t: execute(t.spec), at_once)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: every finished request is in the run files", err=True)
+        sys.exit(130)
+    except study_options.user_errors() as exc:
+        raise click.ClickException(str(exc)) from None
+    from replay.jobs.compare import side_from_file
+
+    sides = [side_from_file(p, t.label, t.hardware) for t, p in zip(targets, paths, strict=True)]
+    doc = hosts_runs(sides, AT_ONCE if at_once else ONE_AFTER_ANOTHER)
+    index = base.with_name(f"{base.stem}.compare.json")
+    names = [p.name for p in paths]
+    write_json(index, doc | {"inputs": inputs([t.label for t in targets], names, [t.hardware for t in targets])})
+    click.echo(study_options.scrubbed(to_json(doc) if as_json else hosts_text(doc), targets))
+    if not quiet:
+        click.echo(f"run files: {', '.join(map(str, paths))}; comparison: {index} (replay report {index})", err=True)
+    sys.exit(max(r.exit_code for r in results))  # the worst run's verdict (replay.results.verdict)
