@@ -47,7 +47,7 @@ def test_a_sweep_gives_one_run_per_level_and_the_json_outside_checks_read(small_
     totals = [lv["throughput"]["total_tps"] for lv in doc["levels"]]
     assert totals == sorted(totals)  # the fast host scales over so few sessions
     assert set(doc["knee"]) >= {"concurrency", "rule"} and doc["knee"]["kind"] == "growth"
-    assert doc["hardware"]["gpus"] == 1 and doc["hardware"]["source"] == "sim profile fast"
+    assert doc["hardware"]["gpus"] == 1 and doc["hardware"]["source"] == "sim profile fast (gpus)"
     assert [p["concurrency"] for p in doc["frontier"]]  # at least one level is on it
 
 
@@ -114,7 +114,7 @@ def test_capacity_on_the_virtual_clock_states_per_gpu_and_per_mw(tmp_path):
         (["sweep", "-c", "4,x"], "expected levels like 1,2,4,8"),
         (["sweep", "--knee", "bend"], "--knee"),
         (["sweep", "--slo", "ttft_p95 fast"], "expected FIGURE OP VALUE"),
-        (["sweep", "--host", "ftp://x"], "expected a URL"),
+        (["sweep", "--host", "ftp://x"], "base URL"),
         (["sweep", "--host", "sim:nonesuch"], "no sim profile 'nonesuch'"),
         (["sweep", "--host", "http://127.0.0.1:9/v1", "--virtual"], "no --host URL"),
         (["capacity", "--slo", "nonesuch_p95<1s", "--virtual", "--max", "2"], "has no figure 'nonesuch_p95'"),

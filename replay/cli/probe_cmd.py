@@ -95,6 +95,11 @@ def probe(
         max_bytes = parse_bytes(opts["max_response_bytes"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
+    hosts = run_options.host_values(opts)
+    if len(hosts) > 1:
+        raise click.BadParameter("one host to probe", param_hint="--host")
+    url, sim_profile = run_options.resolve_host(hosts[0], opts["sim_profile"])  # sim:PROFILE is the embedded one
+    opts["host"], opts["sim_profile"] = url, sim_profile
     base = RunSpec(host=opts["host"], model=opts["model"], api=opts["api"], api_key_env=opts["api_key_env"],
                    dialect=opts["dialect"], hosts_file=opts["hosts_file"], force_output_length=force_output_length,
                    request_timeout_s=_seconds(opts["request_timeout"], "--request-timeout"),

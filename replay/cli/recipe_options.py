@@ -104,8 +104,8 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     except click.BadParameter as exc:
         raise _bad("--recipe-min-duration", exc.message) from None
     facts = RecipeFacts(
-        gpus=_one(opts.get("gpus"), "--gpus"),
-        power_kw=_one(opts.get("power_kw"), "--power-kw"),
+        gpus=_one(opts.get("gpus")),
+        power_kw=_one(opts.get("power_kw")),
         min_duration_s=minimum,
         **({"slo_tiers": t} if (t := _tiers(tuple(opts.get("slo_tiers") or ()))) else {}),
     )
@@ -116,10 +116,8 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     return spec
 
 
-def _one(value: Any, option: str) -> Any:
+def _one(value: Any) -> Any:
     """One host's value of a repeatable hardware option (study_options.HARDWARE: once per --host)."""
     if not isinstance(value, tuple):
         return value
-    if len(value) > 1:
-        raise _bad(option, f"given {len(value)} times for one host")
-    return value[0] if value else None
+    return value[0] if len(value) == 1 else None  # several: one per --host (study_options.hardware checks them)

@@ -54,6 +54,10 @@ def run(
         from replay.cli.hosts_run import run_hosts
 
         return run_hosts(trajectories, out, as_json, quiet, opts)
+    for name in ("gpus", "power_kw", "price_per_hour"):
+        if len(opts.get(name) or ()) > 1:
+            flag = "--" + name.replace("_", "-")
+            raise click.BadParameter(f"given {len(opts[name])} times for one host", param_hint=flag)
     spec = run_options.spec_from(opts, trajectories, resume or out)
     spec.progress, spec.resume = not quiet, bool(resume)
     try:
