@@ -125,7 +125,8 @@ def client(rep: RunReport) -> Section:
     ]
     body = table(["figure", "value"], rows)
     if cl["saturated"]:
-        body += note("The client itself was saturated: figures may understate the host. Use fewer sessions.")
+        body += note("The client itself was the bottleneck: figures may understate the host. Lower --concurrency, or "
+                     "split the sessions over several replay processes.")
     return Section("client", "Client", body)
 
 
