@@ -125,8 +125,10 @@ def client(rep: RunReport) -> Section:
     ]
     body = table(["figure", "value"], rows)
     if cl["saturated"]:
-        body += note("The client itself was the bottleneck: figures may understate the host. Lower --concurrency, or "
-                     "split the sessions over several replay processes.")
+        body += note(
+            "The client itself was the bottleneck: figures may understate the host. Lower --concurrency, or "
+            "split the sessions over several replay processes."
+        )
     return Section("client", "Client", body)
 
 
