@@ -11,6 +11,7 @@ and ``resolve_host`` reads each value (a URL, or ``sim:PROFILE``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -413,8 +414,10 @@ def host_values(opts: dict[str, Any]) -> tuple[str | None, ...]:
 
 
 def host_label(value: str | None, opts: dict[str, Any]) -> str:
-    """How a host is named in outputs: its URL, or sim:PROFILE."""
+    """How a host is named in outputs: its URL, sim:PROFILE, or sim:FILE for a profile from a file."""
     url, profile = resolve_host(value, opts["sim_profile"])
+    if url is None and opts.get("sim_profile_file"):
+        return f"{SIM_HOST}{Path(opts['sim_profile_file']).name}"
     return url or f"{SIM_HOST}{profile}"
 
 

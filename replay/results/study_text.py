@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from replay.results.level_figures import FIGURES, value
+from replay.workload.words import plural
 
 
 def fmt(v: float | None, unit: str) -> str:
@@ -67,8 +68,8 @@ def sweep_text(sw: dict[str, Any]) -> str:
     where = f"{knee['concurrency']} sessions" if knee["concurrency"] is not None else "none"
     front = ", ".join(str(p["concurrency"]) for p in sw["frontier"]) or "-"
     lines = [
-        f"sweep against {sw['host']} ({sw['mode']}): {len(sw['levels'])} levels, {sw['warmup_s']:g} s warm-up then a"
-        f" {sw['window_s']:g} s window each; sessions {sw['sessions']}",
+        f"sweep against {sw['host']} ({sw['mode']}): {plural(len(sw['levels']), 'level')}, {sw['warmup_s']:g} s warm-up"
+        f" then a {sw['window_s']:g} s window each; sessions {sw['sessions']}",
         "",
         grid(headers, rows),
         "",
@@ -99,7 +100,8 @@ def capacity_text(cap: dict[str, Any]) -> str:
         "",
         f"max concurrency: {cap['max_concurrency']} agents"
         + (f" ({', '.join(per)})" if per else "")
-        + f", in {cap['runs']} runs (a sweep 1, 2, 3, ... to the first that breaks: {cap['full_sweep_runs']})",
+        + f", in {plural(cap['runs'], 'run')}"
+        + f" (a sweep 1, 2, 3, ... to the first that breaks: {cap['full_sweep_runs']})",
         f"uncertainty: {cap['uncertainty']['text']}",
         f"power: {cap['power_note']}",
     ]
@@ -181,7 +183,7 @@ def claims_text(report: dict[str, Any]) -> str:
         ratio = "-" if c["ratio"] is None else f"{c['ratio']:.3f}"
         rows.append([c["name"], _num(c["claimed"]), _num(c["measured"]), c["unit"], ratio, c["verdict"]])
     lines = [
-        f"claims of {report['file']} against {report['host']} (tolerance per claim; {report['runs']} runs)",
+        f"claims of {report['file']} against {report['host']} (tolerance per claim; {plural(report['runs'], 'run')})",
         "",
         grid(["claim", "claimed", "measured", "unit", "ratio", "verdict"], rows),
         "",
