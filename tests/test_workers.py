@@ -217,7 +217,8 @@ def test_a_timed_two_worker_run_has_the_single_process_window(tmp_path: Path) ->
     for i in range(4):
         write_trajectory(work, f"w{i}", simple_turns(30, output_tokens=20, tool_time_s=0.02))
     load = LoadConfig(concurrency=4, duration_s=1.5)
-    spec = RunSpec([str(work)], load=load, out=str(tmp_path / "r.jsonl"), sim_profile="fast", progress=False, workers=2)
+    spec = RunSpec([str(work)], load=load, out=str(tmp_path / "r.jsonl"), sim_profile="fast", progress=False, workers=2,
+                   window_s=0.5)  # fmt: skip
     result = execute(spec)
     run = read_run(result.path)
     p = run.phases
@@ -229,3 +230,18 @@ def test_a_timed_two_worker_run_has_the_single_process_window(tmp_path: Path) ->
     assert p["steady_start"] >= max(first_back.values())  # opened once every lane's first call was back
     assert result.footer["stop_reason"] == "duration" and result.summary["window"]["steady"]
     assert result.summary["totals"]["requests"] == len(run.requests) == result.footer["requests"]
+    assert len(result.summary["windows"]) >= 3  # the windows are closed by the parent, from every worker's records
+
+
+def test_a_workers_abort_stops_every_worker(tmp_path: Path) -> None:
+    work = tmp_path / "w.jsonl"
+    for i in range(4):
+        write_trajectory(work, f"w{i}", simple_turns(30, output_tokens=20, tool_time_s=0.01))
+    out = tmp_path / "r.jsonl"
+    args = ["run", str(work), "-c", "4", "--workers", "2", "--host", "sim:fast", "--sim-faults", "500:0.1",
+            "--sim-fault-seed", "1", "--retries", "0", "--on-error", "abort", "--out", str(out), "-q"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 3, result.output
+    footer = read_run(out).footer
+    assert footer is not None and footer["stop_reason"].startswith("aborted: turn ")
+    assert all(w["stop_reason"].startswith("aborted: turn ") for w in footer["workers"])

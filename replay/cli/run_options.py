@@ -166,7 +166,7 @@ CONCURRENCY = [
         type=click.IntRange(1),
         help="Processes the sessions are sharded over, each with its own event loop and connections; this process "
         "writes the one run file. 1: all in this process. Use up to the number of cores when the report says the "
-        "client was saturated.",
+        "client was saturated (at most one worker per session).",
     ),
 ]
 

@@ -382,7 +382,7 @@ async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options:
         return await run_workers(ShardedRun(workload, host, options, spec.load, spec.workers), writer, spec.progress,
                                  check, jobs)  # fmt: skip
     except WorkerError as exc:
-        raise RunError(str(exc)) from None
+        raise RunError(writer.scrub_text(str(exc))) from None
 
 
 def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:

@@ -198,6 +198,12 @@ async def run_load(
         writer.task(rec)
         live.task(rec)
 
+    def abort(reason: str) -> None:
+        """--on-error abort: the run stops (a shard's parent hears it before this lane asks for its next task)."""
+        asked.ask(f"aborted: {reason}")
+        if shard is not None:
+            shard.stopped(asked.reason or "aborted")
+
     salt = shard.salt if shard is not None else uuid.uuid4().hex[:12] if load.salt_tasks else None
     lanes = _lane_runtime(load, slots, workload, lambda: window_open and not stop.is_set() and mark("steady_start"))
     # A run of N tasks is measured whole: every call of them, warm-up and drain included (the window is the run).
@@ -216,7 +222,7 @@ async def run_load(
             rate_limit=RateLimit(*load.rate_limit) if load.rate_limit else None,
             retry=load.retry,
             on_error=load.on_error,
-            abort=lambda reason: asked.ask(f"aborted: {reason}"),
+            abort=abort,
             rng=random.Random(load.seed if shard is None else f"{load.seed}/{shard.index}"),
             on_pause=live.pausing,
             on_turn=live.turn,
