@@ -8,7 +8,8 @@ runs alternate (1, 2, 1, 2, ...) ``--reps`` times; figures are medians.
 Per run: replay's own output tokens/s over its steady window (the summary), the stub's count of tokens it sent
 over the same span of its clock (the host's figure, no client's claim), and the client's CPU seconds (replay and its
 workers: the children's rusage). On a machine with fewer cores than workers + 1 (the stub needs CPU too) the
-speed-up is bounded by the cores, not by replay: say so when quoting it.
+speed-up is bounded by the cores, not by replay: the machine's busy cores over each run (``/proc/stat``, anyone's
+work included) say how close to that bound it was.
 
     python scripts/bench_workers.py [--tokens 2000] [--concurrency 32] [--duration 10] [--reps 3] [--workers 1,2]
 """
@@ -83,10 +84,12 @@ def one_run(port: int, traj: Path, out: Path, workers: int, args: argparse.Names
             "stub", "-c", str(args.concurrency), "--duration", str(args.duration), "--tool-time", "none",
             "--workers", str(workers), "--out", str(out), "--json", "-q"]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy0 = machine_times()
     wall = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300 + 5 * args.duration)
     wall = time.monotonic() - wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy1 = machine_times()
     if done.returncode not in (0, 2):
         raise RuntimeError(f"replay run --workers {workers} failed ({done.returncode}): {done.stderr[-2000:]}")
     summary = json.loads(done.stdout)
@@ -103,9 +106,18 @@ def one_run(port: int, traj: Path, out: Path, workers: int, args: argparse.Names
         "errors": summary["totals"]["requests"] - summary["totals"]["ok"],
         "client_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         "wall_s": wall,
+        "machine_busy_cores": (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1) * (os.cpu_count() or 1),
         "saturated": summary["client"]["saturated"],
         "cpu_share_busiest": summary["client"]["cpu_share"],
     }
+
+
+def machine_times() -> tuple[int, int]:
+    """(busy, total) jiffies of every core (/proc/stat): how much of the machine anything used (others' work too)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
 def _start_clock(run_file: Path) -> float:
@@ -139,11 +151,15 @@ def main() -> None:
     base = None
     for w in counts:
         mine = [r for r in rows if r["workers"] == w]
-        med = {k: statistics.median(r[k] for r in mine) for k in ("replay_output_tps", "stub_tps", "client_cpu_s")}
+        keys = ("replay_output_tps", "stub_tps", "client_cpu_s", "machine_busy_cores")
+        med = {k: statistics.median(r[k] for r in mine) for k in keys}
         base = base or med["replay_output_tps"]
-        print(f"--workers {w}: replay {med['replay_output_tps']:>10,.0f} tok/s · stub {med['stub_tps']:>10,.0f} tok/s"
-              f" · {med['replay_output_tps'] / base:.2f}x · client CPU {med['client_cpu_s']:.1f} s · saturated "
-              f"{sum(r['saturated'] for r in mine)}/{len(mine)}")  # fmt: skip
+        saturated = sum(r["saturated"] for r in mine)
+        print(
+            f"--workers {w}: replay {med['replay_output_tps']:>10,.0f} tok/s · stub {med['stub_tps']:>10,.0f} tok/s"
+            f" · {med['replay_output_tps'] / base:.2f}x · client CPU {med['client_cpu_s']:.1f} s · machine busy "
+            f"{med['machine_busy_cores']:.2f} of {os.cpu_count()} cores · saturated {saturated}/{len(mine)}"
+        )
 
 
 if __name__ == "__main__":
