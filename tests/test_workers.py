@@ -86,7 +86,7 @@ def test_the_two_worker_run_file_holds_every_call_once_and_reports(runs: dict[in
     assert turns(data) == turns(one)
     result = CliRunner().invoke(main, ["report", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    assert orjson.loads(result.output)["totals"] == runs[2].summary["totals"]
+    assert orjson.loads(result.stdout)["totals"] == runs[2].summary["totals"]
 
 
 def test_lanes_are_dealt_round_robin() -> None:
@@ -210,6 +210,12 @@ def test_kill_9_of_the_parent_takes_every_worker_with_it(tmp_path: Path) -> None
     proc.communicate(timeout=30)
     assert _gone(kids), [p for p in kids if _alive(p)]
     assert orjson.loads(out.read_bytes().splitlines()[0])["load"]["workers"] == 2
+    run = read_run(out, notes=lambda _: None)  # a line torn by the kill at most; no footer
+    ids = [r.id for r in run.requests]
+    assert run.footer is None and len(ids) == len(set(ids)) >= 8
+    result = CliRunner().invoke(main, ["report", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.stdout)["totals"]["requests"] == len(ids)
 
 
 def test_a_timed_two_worker_run_has_the_single_process_window(tmp_path: Path) -> None:

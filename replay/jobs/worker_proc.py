@@ -25,7 +25,7 @@ from replay.clients.flavour import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
 from replay.results.records import RequestRecord, TaskRecord
-from replay.sessions.closed_loop import LoadConfig, run_load
+from replay.sessions.closed_loop import LoadConfig, RunStop, run_load
 from replay.workload.trajectory import Workload
 
 
@@ -79,6 +79,7 @@ class PipeShard:
         self.conn, self.writer = conn, writer
         self.messages: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         self.go = asyncio.Event()
+        self.lost = False  # the parent is gone: no more tasks
         self.asked: collections.deque[asyncio.Future[int | None]] = collections.deque()  # answered in order
         asyncio.get_running_loop().add_reader(conn.fileno(), self._readable)
 
@@ -103,6 +104,7 @@ class PipeShard:
                 future.set_result(index)
 
     def parent_gone(self) -> None:
+        self.lost = True
         self.go.set()
         while self.asked:
             self._answer(None)
@@ -114,6 +116,8 @@ class PipeShard:
         await self.go.wait()
 
     async def take(self) -> int | None:
+        if self.lost:
+            return None
         future: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
         self.asked.append(future)
         self.writer.send(("take",))
@@ -122,13 +126,15 @@ class PipeShard:
     def stopped(self, reason: str) -> None:
         self.writer.send(("stop", reason))
 
-    async def listen(self, ask: Callable[[str, float | None], None], cut: Callable[[], None]) -> None:
+    async def listen(self, stop: RunStop) -> None:
         while True:
             message = await self.messages.get()
             if message[0] == "stop":
-                ask(message[1], message[2])
+                stop.ask(message[1], message[2])
+            elif message[0] == "signal":  # the parent's: the same reason and grace as a signal to one process
+                stop.on_signal(message[1])
             elif message[0] == "cut":
-                cut()
+                stop.on_second_signal()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -241,7 +241,8 @@ class _Parent:
             self.asked.ask("duration")
             self.marks.close_window()
             self.marks.stopping = True
-            self.broadcast(("stop", self.asked.reason, self.asked.grace))
+            signal = self.asked.signal
+            self.broadcast(("signal", signal) if signal else ("stop", self.asked.reason, self.asked.grace))
 
     def cut(self) -> None:
         self.asked.on_second_signal()
