@@ -251,3 +251,16 @@ def test_a_workers_abort_stops_every_worker(tmp_path: Path) -> None:
     footer = read_run(out).footer
     assert footer is not None and footer["stop_reason"].startswith("aborted: turn ")
     assert all(w["stop_reason"].startswith("aborted: turn ") for w in footer["workers"])
+
+
+def test_a_worker_killed_stops_the_run_with_a_clear_error(tmp_path: Path) -> None:
+    proc, out, kids = _start(tmp_path)
+    workers = [p for p in kids if b"replay.jobs.worker_proc" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(workers) == 2
+    os.kill(workers[1], signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err.decode()
+    assert b"exited (code -9) before the end of its run" in err
+    assert _gone(kids)
+    run = read_run(out, notes=lambda _: None)
+    assert run.footer is not None and run.footer["stop_reason"] == "crashed"

@@ -169,6 +169,8 @@ class _Parent:
             asyncio.get_running_loop().remove_reader(w.conn.fileno())
             w.gone = True
             if w.footer is None and self.error is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    w.proc.wait(timeout=2.0)  # its socket closed as it died: its exit status follows at once
                 code = w.proc.poll()
                 self.error = f"worker {w.index} exited (code {code}) before the end of its run"
                 self.asked.ask("worker failed", 0.0)
@@ -233,7 +235,8 @@ class _Parent:
         return True
 
     def asked_to_stop(self) -> bool:
-        return self.asked.reason is not None and self.asked.reason != "tasks"
+        """A stop that ends every worker's run (running out of tasks is not one: the lanes finish theirs)."""
+        return self.error is not None or (self.asked.reason is not None and self.asked.reason != "tasks")
 
     def stop(self) -> None:
         """Pass the stop to every worker (no new work; their calls in flight get the grace)."""
@@ -241,8 +244,8 @@ class _Parent:
             self.asked.ask("duration")
             self.marks.close_window()
             self.marks.stopping = True
-            signal = self.asked.signal
-            self.broadcast(("signal", signal) if signal else ("stop", self.asked.reason, self.asked.grace))
+            signal, grace = self.asked.signal, 0.0 if self.error else self.asked.grace  # a failed worker: cut
+            self.broadcast(("signal", signal) if signal else ("stop", self.asked.reason, grace))
 
     def cut(self) -> None:
         self.asked.on_second_signal()
