@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import socket
 import subprocess
@@ -27,9 +28,11 @@ import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from time import perf_counter
 from typing import Any
 
+import replay
 from replay.clients.flavour import RequestOptions
 from replay.clients.host import HostConfig
 from replay.jobs.worker_proc import WorkerJob
@@ -271,11 +274,15 @@ class _Parent:
 
 
 def _spawn(index: int, lanes: tuple[int, ...]) -> _Worker:
-    """``python -m replay.jobs.worker_proc FD`` in a session of its own (a terminal's Ctrl-C reaches the parent)."""
+    """``python -m replay.jobs.worker_proc FD`` in a session of its own (a terminal's Ctrl-C reaches the parent),
+    importing this very replay (its directory first on the path), whatever the caller's sys.path was."""
     mine, theirs = socket.socketpair()
+    here = str(Path(replay.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
     with theirs:
         cmd = [sys.executable, "-m", "replay.jobs.worker_proc", str(theirs.fileno())]
-        proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+                                env=env)  # fmt: skip
     return _Worker(index, proc, Connection(mine.detach()), lanes)
 
 
