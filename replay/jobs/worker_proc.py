@@ -26,7 +26,10 @@ from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
 from replay.results.records import RequestRecord, TaskRecord
 from replay.sessions.closed_loop import LoadConfig, RunStop, run_load
+from replay.sessions.live import LiveState
 from replay.workload.trajectory import Workload
+
+LIVE_S = 1.0  # how often a worker tells the parent's live view what its lanes are doing
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,22 @@ class PipeShard:
     def stopped(self, reason: str) -> None:
         self.writer.send(("stop", reason))
 
-    async def listen(self, stop: RunStop) -> None:
+    async def listen(self, stop: RunStop, live: LiveState) -> None:
+        shown = asyncio.create_task(self._show(live))
+        try:
+            await self._obey(stop)
+        finally:
+            shown.cancel()
+
+    async def _show(self, live: LiveState) -> None:
+        """What the parent's live view shows beyond the records: calls in flight, pauses, turns left (lanes are
+        the run's numbers, so the workers' states add up)."""
+        while True:
+            await asyncio.sleep(LIVE_S)
+            state = {"in_flight": live.in_flight, "pauses": live.pauses, "paused_at": live.paused_at, "left": live.left}
+            self.writer.send(("live", state))
+
+    async def _obey(self, stop: RunStop) -> None:
         while True:
             message = await self.messages.get()
             if message[0] == "stop":

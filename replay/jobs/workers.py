@@ -74,6 +74,7 @@ class _Worker:
     conn: Connection
     lanes: tuple[int, ...]
     ready: bool = False
+    in_flight: int = 0  # calls in flight, as it last said
     gone: bool = False
     footer: dict[str, Any] | None = None
 
@@ -190,6 +191,8 @@ class _Parent:
             self.live.task(message[1])
         elif kind == "client":
             self.writer.client(message[1])
+        elif kind == "live":
+            self._live(w, message[1])
         elif kind == "take":
             with contextlib.suppress(OSError):
                 w.conn.send(("task", self._take()))
@@ -203,6 +206,17 @@ class _Parent:
                 self.error = message[1]
                 self.asked.ask("worker failed", 0.0)
             self.changed.set()
+
+    def _live(self, w: _Worker, state: dict[str, Any]) -> None:
+        """A worker's lanes as its live view saw them, merged into the run's (its lanes are its own keys)."""
+        live, mine = self.live, set(w.lanes)
+        live.in_flight += state["in_flight"] - w.in_flight
+        w.in_flight = state["in_flight"]
+        for name in ("pauses", "paused_at", "left"):
+            table = getattr(live, name)
+            for lane in [k for k in table if k in mine]:
+                del table[lane]
+            table.update(state[name])
 
     def _take(self) -> int | None:
         """The next task of the run's seeded order, as the single-process loop takes them."""

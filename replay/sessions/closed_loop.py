@@ -96,8 +96,8 @@ class Shard(Protocol):
     def stopped(self, reason: str) -> None:
         """This shard's steady window ended (tasks ran out, or its run was asked to stop)."""
 
-    async def listen(self, stop: RunStop) -> None:
-        """Until cancelled: the parent's stop, signal and cut, passed on to ``stop``."""
+    async def listen(self, stop: RunStop, live: LiveState) -> None:
+        """Until cancelled: the parent's stop, signal and cut, passed on to ``stop``; ``live`` for its live view."""
 
 
 class TaskOrder:
@@ -277,7 +277,7 @@ async def run_load(
             side.append(asyncio.create_task(run_checks(check, asked)))
         side += [asyncio.create_task(job()) for job in extra]
         if shard is not None:
-            side.append(asyncio.create_task(shard.listen(asked)))
+            side.append(asyncio.create_task(shard.listen(asked, live)))
         try:
             with graceful_signals(asked.on_signal, asked.on_second_signal):
                 deadline = None if shard is not None else await _deadline(load, lanes, workers, asked, t0)
