@@ -67,7 +67,8 @@ def run(
     concurrency = opts["concurrency"]
     if not quiet:
         where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"
-        click.echo(f"replay: {concurrency} sessions against {where}", err=True)
+        over = f" over {spec.workers} worker processes" if spec.workers > 1 else ""
+        click.echo(f"replay: {concurrency} sessions{over} against {where}", err=True)
     try:
         result = execute(spec)
     except TrajectoryError as exc:

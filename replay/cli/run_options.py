@@ -160,6 +160,15 @@ CONCURRENCY = [
         type=click.IntRange(1),
         help="Concurrent sessions (12: the shipped workload replays all at once).",
     ),
+    click.option(
+        "--workers",
+        default=1,
+        show_default=True,
+        type=click.IntRange(1),
+        help="Processes the sessions are sharded over, each with its own event loop and connections; this process "
+        "writes the one run file. 1: all in this process. Use up to the number of cores when the report says the "
+        "client was saturated (at most one worker per session).",
+    ),
 ]
 
 STOP = [
@@ -476,6 +485,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         retries=opts["retries"],
         thresholds=list(opts["thresholds"]),
         window_s=_seconds(opts, "window"),
+        workers=opts.get("workers") or 1,
         prometheus=opts.get("prometheus"),
         scrape_metrics=opts.get("scrape_metrics"),
         baseline=opts.get("baseline"),

@@ -103,6 +103,7 @@ class RunSpec:
     recipe_facts: RecipeFacts = field(default_factory=RecipeFacts)  # GPUs, power, rate card, SLO tiers
     arrivals: Any = None  # an open loop's arrivals (replay.sessions.arrivals.Arrivals); None: the closed loop
     max_live: int | None = None  # open loop: sessions at once (default: the concurrency)
+    workers: int = 1  # processes the closed loop's lanes are sharded over (replay.jobs.workers); 1: this one
 
 
 @dataclass(slots=True)
@@ -204,10 +205,26 @@ def check_spec(spec: RunSpec) -> None:
         raise RunError(f"--baseline: {spec.baseline}: no such run file")
     if spec.prometheus and not re.fullmatch(r"[\w.\-]*:\d{1,5}", spec.prometheus):
         raise RunError(f"--prometheus: expected HOST:PORT, such as 127.0.0.1:9464; got {spec.prometheus!r}")
+    check_workers(spec)
     if not spec.host:
         from replay.jobs.sim_options import check_sim_options
 
         check_sim_options(spec)
+
+
+def check_workers(spec: RunSpec) -> None:
+    """``--workers``: 1 or more; more than 1 shards the closed loop, so what needs one process is refused."""
+    if spec.workers < 1:
+        raise RunError(f"--workers: expected 1 or more, not {spec.workers}")
+    if spec.workers == 1:
+        return
+    one_process = [("--resume", spec.resume), ("an open loop (--arrivals)", spec.arrivals is not None),
+                   ("--max-rpm (one limiter for every session)", spec.load.rate_limit is not None),
+                   ("--start-at and the recipes' lanes (warm-up barrier, background subagents, idle caps)",
+                    spec.load.lanes is not None)]  # fmt: skip
+    for name, asked in one_process:
+        if asked:
+            raise RunError(f"--workers {spec.workers}: {name} runs in one process; leave --workers out")
 
 
 def ensure_open_files(concurrency: int) -> None:
@@ -280,6 +297,8 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                                      spec.responses_state)  # fmt: skip
             header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
             header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
+            if spec.workers > 1:
+                header["load"]["workers"] = spec.workers
             if previous is None:
                 writer.header(header)
             else:
@@ -343,6 +362,8 @@ def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestO
     """The closed loop, or the open loop when the spec has arrivals."""
     factory = lambda transport: make_client(host, options, transport)  # noqa: E731
     check = _threshold_check(spec, stream, writer)
+    if spec.arrivals is None and spec.workers > 1:
+        return _sharded(spec, workload, host, options, writer, check, jobs)
     if spec.arrivals is None:
         return run_load(workload, factory, Transport(host), spec.load, writer, progress=spec.progress, check=check,
                         extra=jobs, first_task=previous.tasks_started if previous else 0)  # fmt: skip
@@ -350,6 +371,18 @@ def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestO
 
     config = OpenLoopConfig(spec.arrivals, spec.max_live or spec.load.concurrency)
     return run_open_loop(workload, factory, Transport(host), spec.load, config, writer, spec.progress, check, jobs)
+
+
+async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter,
+                   check: Any, jobs: list[Any]) -> dict[str, Any]:  # fmt: skip
+    """The closed loop's lanes over ``spec.workers`` processes, this one writing the run file."""
+    from replay.jobs.workers import ShardedRun, WorkerError, run_workers
+
+    try:
+        return await run_workers(ShardedRun(workload, host, options, spec.load, spec.workers), writer, spec.progress,
+                                 check, jobs)  # fmt: skip
+    except WorkerError as exc:
+        raise RunError(writer.scrub_text(str(exc))) from None
 
 
 def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:

@@ -123,11 +123,15 @@ def client(rep: RunReport) -> Section:
         ["event-loop lag p99", "-" if lag is None else f"{lag:.1f} ms"],
         ["send wait p50 / p99 (not in TTFT)", f"{secs(wait.get('p50'))} / {secs(wait.get('p99'))}"],
     ]
+    for w in cl.get("workers") or []:  # --workers: each process's own load
+        lag_w = w["loop_lag_p99_ms"]
+        rows.append([f"worker {w['worker']}: CPU / lag p99" + (" (saturated)" if w["saturated"] else ""),
+                     f"{pct(w['cpu_share'])} / " + ("-" if lag_w is None else f"{lag_w:.1f} ms")])  # fmt: skip
     body = table(["figure", "value"], rows)
     if cl["saturated"]:
         body += note(
-            "The client itself was the bottleneck: figures may understate the host. Lower --concurrency, or "
-            "split the sessions over several replay processes."
+            "The client itself was the bottleneck: figures may understate the host. Lower --concurrency, or raise "
+            "--workers (one process per core)."
         )
     return Section("client", "Client", body)
 

@@ -251,18 +251,34 @@ def _totals(acc: Accumulator) -> dict[str, int]:
 
 def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> dict[str, Any]:
     """Was the client itself the bottleneck? CPU share of one core, event-loop lag, and the wait between a
-    call beginning and its bytes leaving (the client's own queue, plus opening a connection when one must)."""
+    call beginning and its bytes leaving (the client's own queue, plus opening a connection when one must).
+    A run over worker processes (``--workers``) is judged per worker: its CPU share and lag are the busiest
+    worker's, it is saturated when any worker is, and ``workers`` lists each one."""
     inside = [s for s in samples if s["t"] in win] or samples
-    wall = sum(s["wall_s"] for s in inside)
-    cpu = sum(s["cpu_s"] for s in inside)
-    lag = max((s["lag_p99_ms"] for s in inside), default=None)
+    by_worker: dict[Any, list[dict[str, Any]]] = {}
+    for s in inside:
+        by_worker.setdefault(s.get("worker"), []).append(s)
+    each = [{"worker": k, **_process_load(v)} for k, v in sorted(by_worker.items(), key=lambda kv: str(kv[0]))]
+    shares = [e["cpu_share"] for e in each if e["cpu_share"] is not None]
+    lags = [e["loop_lag_p99_ms"] for e in each if e["loop_lag_p99_ms"] is not None]
+    out = {
+        "cpu_share": max(shares, default=None),
+        "loop_lag_p99_ms": max(lags, default=None),
+        "send_wait_s": _percentiles(acc.hist["send_wait"], (50, 99), US),
+        "saturated": any(e["saturated"] for e in each),
+    }
+    if len(each) > 1 or (each and each[0]["worker"] is not None):
+        out["workers"] = each
+    return out
+
+
+def _process_load(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """One process's CPU share of one core and its worst event-loop lag over ``samples``."""
+    wall = sum(s["wall_s"] for s in samples)
+    cpu = sum(s["cpu_s"] for s in samples)
+    lag = max((s["lag_p99_ms"] for s in samples), default=None)
     share = cpu / wall if wall else None
     saturated = bool(
         (share is not None and share > SATURATED_CPU_SHARE) or (lag is not None and lag > SATURATED_LAG_MS)
     )
-    return {
-        "cpu_share": share,
-        "loop_lag_p99_ms": lag,
-        "send_wait_s": _percentiles(acc.hist["send_wait"], (50, 99), US),
-        "saturated": saturated,
-    }
+    return {"cpu_share": share, "loop_lag_p99_ms": lag, "saturated": saturated}

@@ -166,6 +166,10 @@ class RunWriter:
         if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
             self.sync()
 
+    def scrub_text(self, text: str) -> str:
+        """``text`` without this run's secrets (a worker's error, before it is shown)."""
+        return self._scrub.text(text) if self._scrub is not None else text
+
     def sync(self) -> None:
         os.fsync(self._file.fileno())
         self._since_sync = 0

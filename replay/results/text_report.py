@@ -191,17 +191,23 @@ def _over_time(windows: list[dict[str, Any]]) -> list[str]:
 
 def _client(cl: dict[str, Any]) -> list[str]:
     lag = cl["loop_lag_p99_ms"]
+    workers = cl.get("workers") or []
+    busiest = f"{len(workers)} worker processes, the busiest " if workers else ""
     if cl["saturated"]:
         busy = cl["cpu_share"] is not None and cl["cpu_share"] > 0.85
         cause = (f"its CPU was {_pct(cl['cpu_share'])} of a core" if busy
                  else f"its event loop lagged {_s(lag, 'n')} ms (p99): this process was held up")  # fmt: skip
+        if workers:
+            names = ", ".join(str(w["worker"]) for w in workers if w["saturated"])
+            cause = f"worker {names} of {len(workers)}: " + cause.replace("this process", "that worker")
         lines = [
             f"WARNING: the client was the bottleneck ({cause}); figures may understate the host.",
-            "  Lower --concurrency, or split the sessions over several replay processes.",
+            "  Lower --concurrency, or raise --workers (up to the machine's cores).",
         ]
     elif cl["cpu_share"] is not None:
         lines = [
-            f"Client: {_pct(cl['cpu_share'])} of one core, event-loop lag p99 {_s(lag, 'n')} ms (not a bottleneck)"
+            f"Client: {busiest}{_pct(cl['cpu_share'])} of one core, event-loop lag p99 {_s(lag, 'n')} ms (not a"
+            " bottleneck)"
         ]
     else:
         lines = []

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 
 from replay.clients.client import HostClient
 from replay.clients.transport import Transport
@@ -78,7 +78,43 @@ def task_order(trajectories: list[Trajectory], seed: int) -> Iterator[Trajectory
         yield from batch
 
 
-class _Stop:
+class Shard(Protocol):
+    """This process's part of a run sharded over worker processes (``replay.jobs.workers``): its lanes, the run's
+    shared task counter and the parent's stop. The parent decides the run's phase marks; a shard tells it when
+    one of its lanes ran out of tasks or its own run stopped (``stopped``)."""
+
+    index: int
+    lanes: tuple[int, ...]  # the run's lane numbers this process runs (records name these)
+    salt: str | None  # the run's nonce, the same in every shard
+
+    async def ready(self) -> None:
+        """Connections warmed: wait for the parent's start."""
+
+    async def take(self) -> int | None:
+        """The run's next task index (None: the run has taken all it may)."""
+
+    def stopped(self, reason: str) -> None:
+        """This shard's steady window ended (tasks ran out, or its run was asked to stop)."""
+
+    async def listen(self, stop: RunStop, live: LiveState) -> None:
+        """Until cancelled: the parent's stop, signal and cut, passed on to ``stop``; ``live`` for its live view."""
+
+
+class TaskOrder:
+    """The seeded order looked up by a task's index in it (indices increase): a shard takes the run's indices."""
+
+    def __init__(self, trajectories: list[Trajectory], seed: int) -> None:
+        self._order, self._next = task_order(trajectories, seed), 0
+
+    def at(self, index: int) -> Trajectory:
+        while self._next < index:
+            next(self._order)
+            self._next += 1
+        self._next += 1
+        return next(self._order)
+
+
+class RunStop:
     """The one place a run's stop is asked for, whoever asks: a reason, a grace for calls in flight, a wake-up."""
 
     def __init__(self, drain_timeout_s: float) -> None:
@@ -116,21 +152,22 @@ async def run_load(
     check: Callable[[], str | None] | None = None,
     extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
     first_task: int = 0,
+    shard: Shard | None = None,
 ) -> dict[str, Any]:
     """Run the closed loop to its stop; every record goes to ``writer`` as it happens. Returns the footer.
 
     ``check`` is called every few seconds; a reason it returns stops the run (thresholds with --abort-on-fail).
     ``extra`` are coroutines run beside the sessions for the run's length (closing windows, serving metrics).
     ``first_task``: a resumed run goes on from this task of the seeded order (the tasks before it were started).
+    ``shard``: this process runs only the shard's lanes and takes task indices from the run's shared counter; the
+    parent process marks the phases and the stop (``replay.jobs.workers``).
     """
     task_limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.tasks))
     left = None if task_limit is None else max(task_limit - first_task, 0)
     slots = load.concurrency if left is None else max(min(load.concurrency, left), 1)
-    order = task_order(workload.tasks, load.seed)
-    for _ in range(first_task):  # the tasks a resumed run's earlier segments took
-        next(order)
+    order = TaskOrder(workload.tasks, load.seed)
     stop = asyncio.Event()
-    asked = _Stop(load.drain_timeout_s)
+    asked = RunStop(load.drain_timeout_s)
     live = LiveState(tasks_total=task_limit, duration_s=load.duration_s)
     first_call_done: set[int] = set()
     started = first_task
@@ -145,6 +182,8 @@ async def run_load(
         if window_open:
             window_open = False
             mark("stop")
+            if shard is not None:
+                shard.stopped(asked.reason or "stop")
 
     def request_done(rec: RequestRecord) -> None:
         writer.request(rec)
@@ -159,7 +198,13 @@ async def run_load(
         writer.task(rec)
         live.task(rec)
 
-    salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
+    def abort(reason: str) -> None:
+        """--on-error abort: the run stops (a shard's parent hears it before this lane asks for its next task)."""
+        asked.ask(f"aborted: {reason}")
+        if shard is not None:
+            shard.stopped(asked.reason or "aborted")
+
+    salt = shard.salt if shard is not None else uuid.uuid4().hex[:12] if load.salt_tasks else None
     lanes = _lane_runtime(load, slots, workload, lambda: window_open and not stop.is_set() and mark("steady_start"))
     # A run of N tasks is measured whole: every call of them, warm-up and drain included (the window is the run).
     whole = task_limit is not None and load.duration_s is None and load.warmup_s is None and (
@@ -177,36 +222,49 @@ async def run_load(
             rate_limit=RateLimit(*load.rate_limit) if load.rate_limit else None,
             retry=load.retry,
             on_error=load.on_error,
-            abort=lambda reason: asked.ask(f"aborted: {reason}"),
-            rng=random.Random(load.seed),
+            abort=abort,
+            rng=random.Random(load.seed if shard is None else f"{load.seed}/{shard.index}"),
             on_pause=live.pausing,
             on_turn=live.turn,
             on_call=live.calling,
             lanes=lanes,
         )
 
-        async def worker(slot: int) -> None:
+        async def take() -> int | None:
+            """The next task's index in the seeded order, None when the run has started all it may."""
             nonlocal started
+            if shard is not None:
+                index = await shard.take()
+                started += index is not None
+                return index
+            if task_limit is not None and started >= task_limit:
+                return None
+            started += 1
+            live.tasks_started = started
+            return started - 1
+
+        async def worker(slot: int) -> None:
             try:
                 while not stop.is_set():
-                    if task_limit is not None and started >= task_limit:
+                    task_index = await take()
+                    if task_index is None:
                         asked.reason = asked.reason or "tasks"
                         if not whole:
                             close_window()  # the other sessions finish the trajectories they hold (the drain)
                         return
-                    task_index = started
-                    started += 1
-                    live.tasks_started = started
-                    await replay_task(ctx, task_index, slot, next(order))
+                    await replay_task(ctx, task_index, slot, order.at(task_index))
             finally:
                 if lanes is not None and lanes.warmup is not None:
                     lanes.warmup.retire(slot)  # a lane that sends nothing more does not hold the warm-up barrier
 
-        await ctx.client.warm(slots)
+        lane_ids = shard.lanes if shard is not None else tuple(range(slots))
+        await ctx.client.warm(len(lane_ids))
+        if shard is not None:
+            await shard.ready()
         t0 = perf_counter()
         live.t0 = t0
         mark("start", t0)
-        workers = [asyncio.create_task(worker(i), name=f"session-{i}") for i in range(slots)]
+        workers = [asyncio.create_task(worker(i), name=f"session-{i}") for i in lane_ids]
         mark("all_started")
         if whole:
             mark("steady_start", t0)
@@ -214,13 +272,16 @@ async def run_load(
             asyncio.get_running_loop().call_later(load.warmup_s, lambda: window_open and mark("steady_start"))
         side = [asyncio.create_task(ClientMonitor(writer.client).run())]
         if progress:
-            side.append(asyncio.create_task(_print_progress(live, stop)))
+            side.append(asyncio.create_task(print_progress(live, stop)))
         if check is not None:
-            side.append(asyncio.create_task(_checks(check, asked)))
+            side.append(asyncio.create_task(run_checks(check, asked)))
         side += [asyncio.create_task(job()) for job in extra]
+        if shard is not None:
+            side.append(asyncio.create_task(shard.listen(asked, live)))
         try:
             with graceful_signals(asked.on_signal, asked.on_second_signal):
-                await _until_stop(workers, asked, await _deadline(load, lanes, workers, asked, t0))
+                deadline = None if shard is not None else await _deadline(load, lanes, workers, asked, t0)
+                await _until_stop(workers, asked, deadline)
                 if any(not w.done() for w in workers):
                     asked.ask("duration")
                     close_window()
@@ -258,7 +319,7 @@ def _lane_runtime(load: LoadConfig, slots: int, workload: Workload, on_steady: C
 
 
 async def _deadline(
-    load: LoadConfig, lanes: LaneRuntime | None, workers: list[asyncio.Task[None]], asked: _Stop, t0: float
+    load: LoadConfig, lanes: LaneRuntime | None, workers: list[asyncio.Task[None]], asked: RunStop, t0: float
 ) -> float | None:
     """When the duration ends: counted from the warm-up barrier when the run has one (AgentX's profiling phase is
     its duration), else from the start."""
@@ -274,7 +335,7 @@ async def _deadline(
     return perf_counter() + load.duration_s
 
 
-async def _until_stop(workers: list[asyncio.Task[None]], asked: _Stop, deadline: float | None) -> None:
+async def _until_stop(workers: list[asyncio.Task[None]], asked: RunStop, deadline: float | None) -> None:
     """Return when every worker is done, the deadline passes, or a stop is asked for."""
     while any(not w.done() for w in workers) and not asked.requested.is_set():
         timeout = None if deadline is None else deadline - perf_counter()
@@ -286,7 +347,7 @@ async def _until_stop(workers: list[asyncio.Task[None]], asked: _Stop, deadline:
         wake.cancel()
 
 
-async def _drain(workers: list[asyncio.Task[None]], asked: _Stop) -> None:
+async def _drain(workers: list[asyncio.Task[None]], asked: RunStop) -> None:
     """Calls in flight finish within the grace (a second signal ends it at once); the rest is cancelled."""
     pending = {w for w in workers if not w.done()}
     end = perf_counter() + asked.grace
@@ -307,7 +368,7 @@ async def _drain(workers: list[asyncio.Task[None]], asked: _Stop) -> None:
         asked.reason = f"{asked.reason}+drain_timeout({len(pending)} sessions cancelled)"
 
 
-async def _print_progress(state: LiveState, stop: asyncio.Event) -> None:
+async def print_progress(state: LiveState, stop: asyncio.Event) -> None:
     view = progress_view(state)
     every = 1.0 if isinstance(view, RichView) else PROGRESS_S
     try:
@@ -321,7 +382,7 @@ async def _print_progress(state: LiveState, stop: asyncio.Event) -> None:
             view.stop()
 
 
-async def _checks(check: Callable[[], str | None], asked: _Stop) -> None:
+async def run_checks(check: Callable[[], str | None], asked: RunStop) -> None:
     while True:
         await asyncio.sleep(CHECK_S)
         reason = check()

@@ -21,7 +21,7 @@ from replay.clients.transport import Transport
 from replay.results.records import RequestRecord, RunWriter, TaskRecord
 from replay.sessions.arrivals import Arrivals
 from replay.sessions.client_monitor import ClientMonitor
-from replay.sessions.closed_loop import LoadConfig, _checks, _drain, _print_progress, _Stop, _until_stop, task_order
+from replay.sessions.closed_loop import LoadConfig, RunStop, _drain, _until_stop, print_progress, run_checks, task_order
 from replay.sessions.live import LiveState
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.session import SessionContext, replay_task
@@ -66,7 +66,7 @@ async def run_open_loop(
     ``extra``: coroutines run beside the sessions (closing windows, serving metrics), as for the closed loop."""
     limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.tasks))
     stop = asyncio.Event()
-    asked = _Stop(load.drain_timeout_s)
+    asked = RunStop(load.drain_timeout_s)
     live = LiveState(tasks_total=limit, duration_s=load.duration_s)
     backlog = _Backlog()
     window_open = True
@@ -146,9 +146,9 @@ async def run_open_loop(
         workers = [asyncio.create_task(worker(i), name=f"session-{i}") for i in range(open_loop.max_live)]
         side = [asyncio.create_task(ClientMonitor(writer.client).run()), asyncio.create_task(sample(t0))]
         if progress:
-            side.append(asyncio.create_task(_print_progress(live, stop)))
+            side.append(asyncio.create_task(print_progress(live, stop)))
         if check is not None:
-            side.append(asyncio.create_task(_checks(check, asked)))
+            side.append(asyncio.create_task(run_checks(check, asked)))
         side += [asyncio.create_task(job()) for job in extra]
         try:
             with graceful_signals(asked.on_signal, asked.on_second_signal):
