@@ -150,3 +150,38 @@ def test_the_fast_paths_read_any_stream_exactly_as_decoding_every_event_does(api
         slow.events, slow.first_token, slow.first_answer, slow.last_token, slow.chunks)  # fmt: skip
     assert (fast.malformed is None, fast.error, fast.ended, fast.usage) == (
         slow.malformed is None, slow.error, slow.ended, slow.usage)  # fmt: skip
+
+
+@given(
+    api=st.sampled_from(sorted(FLAVOURS)),
+    plain=st.integers(20, 200),
+    odd=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 2)), max_size=4),
+    mutations=st.lists(st.tuples(st.integers(0, 10_000), st.lists(st.integers(0, 5), max_size=4), values), max_size=2),
+    per_read=st.sampled_from([0, 1, 3]),
+)
+def test_a_long_answer_is_read_as_decoding_every_event_does(api, plain, odd, mutations, per_read) -> None:
+    """A host that writes the whole answer at once gives one long region, one that writes an event per read a long
+    run of one-event regions: their unusual events (anywhere, not only first and last) are cut out and decoded, the
+    rest counted by bytes, and the figures are those of a full decode (``per_read``: events per read, 0 all)."""
+    templates = _templates(api)
+    delta = next(t for t in templates if "delta" in json.dumps(t[0]) or "text" in json.dumps(t[0]))
+    events = [templates[0], *[delta] * plain, *templates[1:]]
+    for at, pick in odd:
+        events.insert(at % len(events), templates[pick % len(templates)])
+    for at, path, value in mutations:
+        obj, name = events[at % len(events)]
+        events[at % len(events)] = (_mutate(obj, path, value), name)
+    data = b"".join(encode(obj, name) for obj, name in events) + (b"data: [DONE]\n\n" if api in ("chat", "completions")
+                                                                 else b"")  # fmt: skip
+    blocks = [encode(obj, name) for obj, name in events]
+    reads = [data] if not per_read else [b"".join(blocks[i : i + per_read]) for i in range(0, len(blocks), per_read)]
+    if per_read and api in ("chat", "completions"):
+        reads.append(b"data: [DONE]\n\n")
+    times = [float(i + 1) for i in range(len(reads))]
+    flavour = FLAVOURS[api](RequestOptions(model="m"))
+    fast = interpret(flavour, reads, times, 0.0)
+    slow = interpret(flavour, reads, times, 0.0, collect=True)
+    assert (fast.events, fast.first_token, fast.first_answer, fast.last_token, fast.chunks) == (
+        slow.events, slow.first_token, slow.first_answer, slow.last_token, slow.chunks)  # fmt: skip
+    assert (fast.malformed is None, fast.error, fast.ended, fast.usage) == (
+        slow.malformed is None, slow.error, slow.ended, slow.usage)  # fmt: skip

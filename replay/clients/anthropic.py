@@ -142,21 +142,24 @@ class AnthropicFlavour(Flavour):
         return b"".join(parts)
 
     # --- reading -------------------------------------------------------------------------------------------------
+    EMPTY_DELTA = b'"text":""'
+
     def plain_tokens(self, region: bytes) -> int | None:
         """Every event a text delta: two ``type`` keys each (the event's and the delta's), and a delta object whose
         keys are ``type`` then ``text`` (as the API writes them; any other order is decoded)."""
-        if b'"type":"text_delta"' not in region or b'"error"' in region:
+        if b'"type":"text_delta"' not in region or b'"error"' in region or b"[{" in region:
             return None
         events = region.count(b"\n\n") + 1
         if not (
             region.count(b'"type":"content_block_delta"')
             == region.count(b'"delta":{"type":"text_delta","text":"')
             == region.count(b"data: ")
+            == region.count(b'":{')  # one object per event, its delta: no other value to read (or be fooled by)
             == events
             and region.count(b'"type":"') == 2 * events
         ):
             return None
-        return events - region.count(b'"text":""')
+        return events - region.count(self.EMPTY_DELTA)
 
     def decode(self, st: StreamState, name: bytes | None, data: bytes) -> int:
         obj = decode_object(st, data)

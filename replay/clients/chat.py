@@ -57,6 +57,8 @@ class ChatFlavour(Flavour):
         return b"".join(parts)
 
     # --- reading -------------------------------------------------------------------------------------------------
+    EMPTY_DELTA = b'"content":""'
+
     def plain_tokens(self, region: bytes) -> int | None:
         """Counting keys over the whole region replaces a per-event loop. ``"content":"`` can only be a key (quotes in
         values are escaped) and events are separated by exactly one blank line, so when every event starts with
@@ -73,13 +75,21 @@ class ChatFlavour(Flavour):
             == region.count(b'"content":"')
             == region.count(b'"delta":{"content":"')
             == region.count(b'"choices":[{')
+            == region.count(b"}]")  # each event's one choice, closed: no other element after it
+            == region.count(b'":[')  # and no other array
             == events
         ):
             return None
-        return events - region.count(b'"content":""')
+        return events - region.count(self.EMPTY_DELTA)
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b": " in data or data.count(b'"choices":[{') != 1 or data.count(b'"delta":{') != 1:
+        if (
+            b": " in data
+            or data.count(b'"choices":[{') != 1
+            or data.count(b'"delta":{') != 1
+            or data.count(b"}]") != 1
+            or data.count(b'":[') != 1
+        ):
             return None  # the server writes JSON with spaces, or the event is of an unusual shape: decode
         for key, kind in ((b'"delta":{"content":"', ANSWER), (b'"delta":{"reasoning_content":"', REASONING),
                           (b'"delta":{"reasoning":"', REASONING)):  # fmt: skip

@@ -70,18 +70,35 @@ class CompletionsFlavour(Flavour):
         )
 
     # --- reading -------------------------------------------------------------------------------------------------
+    EMPTY_DELTA = b'"text":""'
+
     def plain_tokens(self, region: bytes) -> int | None:
         """As chat's: every event a ``data:`` chunk with one choice and one ``text`` key, nothing else to read."""
         if b'"text":"' not in region or region[:6] != b"data: " or not only_plain_fields(region, REASONING):
             return None
         events = region.count(b"\n\n") + 1
         texts = region.count(b'"text":"')
-        if not (region.count(b"\n\ndata: ") + 1 == texts == region.count(b'"choices":[{') == events):
+        if not (
+            region.count(b"\n\ndata: ") + 1
+            == texts
+            == region.count(b'"choices":[{')
+            == region.count(b"[{")
+            == region.count(b"}]")
+            == region.count(b'":[')  # no array but the choices
+            == events
+        ):
             return None
-        return events - region.count(b'"text":""')
+        return events - region.count(self.EMPTY_DELTA)
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b": " in data or data.count(b'"choices":[{') != 1 or data.count(b'"text":"') != 1:
+        if (
+            b": " in data
+            or data.count(b'"choices":[{') != 1
+            or data.count(b'"text":"') != 1
+            or data.count(b"[{") != 1
+            or data.count(b"}]") != 1
+            or data.count(b'":[') != 1
+        ):
             return None
         if b'"text":""' not in data and only_plain_fields(data, REASONING):
             return ANSWER

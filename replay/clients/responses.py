@@ -119,9 +119,11 @@ class ResponsesFlavour(Flavour):
         conversation.sent = list(context) if ok else []
 
     # --- reading -------------------------------------------------------------------------------------------------
+    EMPTY_DELTA = b'"delta":""'
+
     def plain_tokens(self, region: bytes) -> int | None:
         """Every event an output-text delta: one ``type`` key each, that type, one string ``delta``."""
-        if _TEXT not in region or b'"error"' in region:
+        if _TEXT not in region or b'"error"' in region or b'":{' in region or b"[{" in region:  # objects: decode
             return None
         events = region.count(b"\n\n") + 1
         if not (
@@ -129,7 +131,7 @@ class ResponsesFlavour(Flavour):
             and region.count(b'"delta":') == region.count(b"data: ") == events
         ):
             return None
-        return events - region.count(b'"delta":""')
+        return events - region.count(self.EMPTY_DELTA)
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
         if b'"error"' in data or b": " in data or data.count(b'"type":"') != 1 or data.count(b'"delta":') != 1:

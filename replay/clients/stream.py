@@ -24,6 +24,10 @@ NONE, REASONING, ANSWER = 0, 1, 2  # what an event carries
 YIELD_BYTES = 1 << 20
 # Byte scans make several passes over an event; past this size one JSON decode (a single pass) is cheaper.
 BIG_EVENT = 1 << 20
+# A region this short is classified event by event; a longer one that fails the byte count is cut (``_region``).
+SPLIT_BYTES = 2048
+PEEL_LAST = 3  # a stream's last events: the finish reason, the usage, ``[DONE]``
+BATCH_REGIONS = 64  # regions (reads) classified together by ``_batch``
 
 
 @dataclass(slots=True)
@@ -78,6 +82,8 @@ class StreamReader:
         """Answer tokens in a region of complete events if every event is a plain answer delta, else None."""
         return None
 
+    EMPTY_DELTA: bytes | None = None  # the bytes of an empty plain delta, as ``plain_tokens`` discounts them
+
     def scan(self, name: bytes | None, data: bytes) -> int | None:
         """What an ordinary event carries, from its bytes alone (NONE / REASONING / ANSWER); None: decode it."""
         return None
@@ -108,27 +114,96 @@ def interpret_steps(
         st.text, st.reasoning_text = [], []
     since_yield = 0
     tail = b""
+    batch: list[tuple[bytes, float]] = []  # consecutive regions (one per read, as hosts stream), classified together
     try:
         for region, t, complete in regions(reads, times):
             if not complete and not region.endswith(b"\n"):
                 tail = region
                 break
             since_yield += len(region)
-            n = None if collect or len(region) > BIG_EVENT else reader.plain_tokens(region)
-            if n is not None:
-                if n:
-                    st.add(t, t_sent, n, True)
+            if collect:
+                _region(reader, st, region, t, t_sent, collect, peel=True)
             else:
-                _events(reader, st, region, t, t_sent, collect)
+                batch.append((region, t))
+            if len(batch) >= BATCH_REGIONS or since_yield >= step_bytes:
+                _batch(reader, st, batch, t_sent)
+                batch = []
             if since_yield >= step_bytes:
                 since_yield = 0
                 yield st
+        _batch(reader, st, batch, t_sent)
         reader.finish(st, tail)
     except Exception as exc:  # a flavour's own bug must not kill the session: the call fails, classified
         st.bad(f"the stream could not be read ({type(exc).__name__}: {exc})")
         if st.usage is None:
             st.usage = Usage()
     yield st
+
+
+def _batch(reader: StreamReader, st: StreamState, batch: list[tuple[bytes, float]], t_sent: float) -> None:
+    """Regions of consecutive reads, in order. A host that writes one event per read gives one region per token:
+    joined, they are counted by bytes at once (each read still gets its own time and count); where the join fails
+    (the role, finish and usage events), each half is tried, down to single regions (``_region``)."""
+    empty = reader.EMPTY_DELTA
+    if len(batch) > 1 and empty is not None:
+        joined = b"\n\n".join(region for region, _ in batch)
+        if len(joined) <= BIG_EVENT and reader.plain_tokens(joined) is not None:
+            for region, t in batch:
+                n = (region.count(b"\n\n") + 1 if b"\n\n" in region else 1) - (
+                    region.count(empty) if empty in region else 0
+                )
+                if n:
+                    st.add(t, t_sent, n, True)
+            return
+        half = len(batch) // 2
+        _batch(reader, st, batch[:half], t_sent)
+        _batch(reader, st, batch[half:], t_sent)
+        return
+    for region, t in batch:
+        _region(reader, st, region, t, t_sent, False, peel=True)
+
+
+def _region(
+    reader: StreamReader, st: StreamState, region: bytes, t: float, t_sent: float, collect: bool, peel: bool
+) -> None:
+    """A region's events, counted by bytes where they are plain deltas and classified one by one elsewhere.
+
+    A whole answer in one read is one region whose first event (the role) and last ones (finish reason, usage,
+    ``[DONE]``) are not plain deltas, so the region as a whole fails the byte count: those events are peeled off
+    and classified one by one, and the rest is counted again; where that fails too, each half is tried in turn
+    (every event keeps its order, and all share the read's time, so the figures are those of one event at a
+    time)."""
+    n = None if collect or len(region) > BIG_EVENT else reader.plain_tokens(region)
+    if n is not None:
+        if n:
+            st.add(t, t_sent, n, True)
+        return
+    parts = None if collect or len(region) < SPLIT_BYTES else _pieces(region, peel)
+    if parts is None:
+        _events(reader, st, region, t, t_sent, collect)
+        return
+    for i, part in enumerate(parts):
+        if part:
+            if peel and i != 1:  # the peeled first and last events: one by one
+                _events(reader, st, part, t, t_sent, collect)
+            else:
+                _region(reader, st, part, t, t_sent, collect, peel=False)
+
+
+def _pieces(region: bytes, peel: bool) -> tuple[bytes, ...] | None:
+    """(the first event, the middle, the last ``PEEL_LAST``) when ``peel``, else two halves at an event boundary;
+    None when the region cannot be cut so."""
+    if peel:
+        first, last = region.find(b"\n\n"), len(region)
+        for _ in range(PEEL_LAST):
+            last = region.rfind(b"\n\n", 0, last)
+        if 0 <= first < last:
+            return region[:first], region[first + 2 : last], region[last + 2 :]
+        return None
+    cut = region.find(b"\n\n", len(region) // 2)
+    if cut < 0:
+        cut = region.rfind(b"\n\n", 0, len(region) // 2)
+    return None if cut < 0 else (region[:cut], region[cut + 2 :])
 
 
 def _events(reader: StreamReader, st: StreamState, region: bytes, t: float, t_sent: float, collect: bool) -> None:
