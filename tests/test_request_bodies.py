@@ -104,7 +104,9 @@ async def captured_bodies() -> dict[str, bytes]:
     seen: dict[str, bytes] = {}
 
     async def handler(request: web.Request) -> web.Response:
-        seen[request.headers["X-Request-Id"]] = await request.read()
+        body = await request.read()
+        length = request.headers.get("Content-Length")  # as a bytes body had: a length, not chunked
+        seen[request.headers["X-Request-Id"]] = body if length == str(len(body)) else b"no Content-Length"
         return web.Response(status=400, text='{"error":"captured"}')
 
     app = web.Application(client_max_size=1 << 30)

@@ -23,6 +23,7 @@ import orjson
 from replay import compact_json
 from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
+from replay.clients.body import Body, Piece, joined
 from replay.clients.chat import decode_object
 from replay.clients.flavour import Conversation, Flavour, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
@@ -121,25 +122,29 @@ class AnthropicFlavour(Flavour):
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
+    ) -> Body:
         auto = self.options.cache_control == "auto"
         system = [m for m in context if m.role == "system"]
         turns = [m for m in context if m.role != "system"]
-        parts = [b'{"model":', self._model, b',"max_tokens":', str(max_tokens).encode()]
+        parts: list[Piece] = [b'{"model":', self._model, b',"max_tokens":' + str(max_tokens).encode()]
         if system:
             frags = [self.fragment(m) for m in system]
             if auto:
                 frags[-1] = self._marked_fragment(system[-1])
-            parts += [b',"system":[', b",".join(frags), b"]"]
+            parts.append(b',"system":[')
+            joined(parts, frags)
+            parts.append(b"]")
         frags = [self.fragment(m) for m in turns]
         if auto and turns:
             frags[-1] = self._marked_fragment(turns[-1])
-        parts += [b',"messages":[', b",".join(frags), b"]", self.length_fields(max_tokens)]
+        parts.append(b',"messages":[')
+        joined(parts, frags)
+        parts.append(b"]" + self.length_fields(max_tokens))
         tools_wire = self.tools_wire(tools)
         if tools_wire:
             parts += [b',"tools":', tools_wire]
-        parts += [b",", self._fixed, b"}"]
-        return b"".join(parts)
+        parts.append(b"," + self._fixed + b"}")
+        return Body(parts)
 
     # --- reading -------------------------------------------------------------------------------------------------
     def plain_tokens(self, region: bytes) -> int | None:

@@ -1,9 +1,10 @@
 """What an API flavour is: how a turn's context becomes a request body, and how its stream is read.
 
 A flavour renders each message once into a fragment of its own wire format (kept on the message, so a context that
-grows every turn is never re-serialised) and builds a body by joining fragments around the fields that never change
-within a run (serialised once). It reads its stream through ``replay.clients.stream``. Sessions, the closed loop
-and the run never see a wire format: they hand a flavour messages and get back a record.
+grows every turn is never re-serialised) and builds a body as the list of those fragments and the fields that never
+change within a run (serialised once), never joined (``replay.clients.body``). It reads its stream through
+``replay.clients.stream``. Sessions, the closed loop and the run never see a wire format: they hand a flavour
+messages and get back a record.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 
 from replay import compact_json
 from replay.clients.affinity import split_body
+from replay.clients.body import Body
 from replay.clients.stream import StreamReader, StreamState
 from replay.clients.usage import excerpt
 from replay.workload.trajectory import Message
@@ -103,8 +105,8 @@ class Flavour(StreamReader):
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
-        """The JSON body of one request for ``context``."""
+    ) -> Body:
+        """The JSON body of one request for ``context``, as its pieces."""
         raise NotImplementedError
 
     def length_fields(self, max_tokens: int) -> bytes:
