@@ -5,7 +5,8 @@ is exactly 4 tokens per message and 3 to prime the reply, as the chat count assu
 the same workload has the same prompt size in both flavours. Tool calls are written inline as
 ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` after the message's text. A message's fragment is its text
 JSON-escaped without the quotes: escaped strings join into the escaped string of their concatenation, so the body is
-still a sequence of fragments. The stream is OpenAI's: ``choices[].text`` chunks, a finish chunk, usage, ``[DONE]``.
+still a sequence of fragments (a long text is the message's own escaped content, shared with its chat bytes). The
+stream is OpenAI's: ``choices[].text`` chunks, a finish chunk, usage, ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class CompletionsFlavour(Flavour):
 
     def render_message(self, raw: dict[str, Any]) -> bytes:
         return orjson.dumps(message_text(raw))[1:-1]
+
+    def around_text(self, raw: dict[str, Any], marked: bool = False) -> tuple[bytes, bytes] | None:
+        return orjson.dumps(f"### {raw.get('role', 'user')}\n")[1:-1], b"\\n\\n"
 
     def body(
         self,

@@ -70,6 +70,13 @@ class ResponsesFlavour(Flavour):
     def render_message(self, raw: dict[str, Any]) -> bytes:
         return b",".join(orjson.dumps(item) for item in message_items(raw))
 
+    def around_text(self, raw: dict[str, Any], marked: bool = False) -> tuple[bytes, bytes] | None:
+        role = raw.get("role")
+        if role == "tool":
+            call_id = orjson.dumps(str(raw.get("tool_call_id") or ""))
+            return b'{"type":"function_call_output","call_id":' + call_id + b',"output":"', b'"}'
+        return b'{"role":' + orjson.dumps(role) + b',"content":"', b'"}'
+
     def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
         flat = []
         for tool in tools:
