@@ -8,9 +8,11 @@ one task each; fewer distinct ones share the workload's messages and measure onl
 
 The host is ``scripts/peer_stub.py`` (its own process, 127.0.0.1 only) in its ``timed`` mode: it never tokenizes a
 prompt, answers ``--answer-tokens`` tokens with its first token ``--ttft`` s after a request arrived, so every
-session holds its request while the others send theirs. ``replay run`` runs as a subprocess with no tool pauses;
-its VmRSS is sampled from /proc every ``--every`` s. Prints JSON: RSS once the workload is loaded (the run file's
-header is written), the peak, the load and run times, the calls and their errors.
+session holds its request while the others send theirs. It serves chat and completions; a Responses or Anthropic
+request it reads whole and answers 404, so those runs measure rendering and sending (every call then fails, and the
+session goes on with the recorded answer, as ``--on-error continue`` does). ``replay run`` runs as a subprocess
+with no tool pauses; its VmRSS is sampled from /proc every ``--every`` s. Prints JSON: RSS once the workload is
+loaded (the run file's header is written), the peak, the load and run times, the calls and their errors.
 
     python scripts/bench_context_memory.py [--context 1M] [--sessions 64] [--turns 8] [--distinct 64] [--api chat]
 
@@ -99,7 +101,7 @@ def run_client(args: argparse.Namespace, work: Path, port: int) -> dict:
     out = work / "run.jsonl"
     cmd = [sys.executable, "-m", "replay", "run", str(work / "trajectories"), "--host", f"http://127.0.0.1:{port}/v1",
            "--model", "stub", "--api", args.api, "-c", str(args.sessions), "--tasks", str(args.sessions),
-           "--tool-time", "none", "--retries", "0", "--out", str(out), "--quiet"]  # fmt: skip
+           "--tool-time", "none", "--retries", "0", "--out", str(out), "--quiet", *args.client_arg]  # fmt: skip
     log = open(work / "client.stderr", "wb")  # noqa: SIM115 - closed below; a file, so a chatty run cannot block
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, cwd=REPO, start_new_session=True)
@@ -123,10 +125,10 @@ def run_client(args: argparse.Namespace, work: Path, port: int) -> dict:
         proc.wait()
         log.close()
     elapsed = time.monotonic() - t0
-    if not over and proc.returncode not in (0, 1):  # 1: a threshold or the saturation verdict
+    if not over and proc.returncode not in (0, 1, 2):  # 1, 2: the verdict (a refusing stub fails every call)
         err = (work / "client.stderr").read_text(errors="replace")
         raise SystemExit(f"replay run exited {proc.returncode}: {err[-2000:]}")
-    return {"peak": peak, "loaded": loaded, "elapsed": elapsed, "over": over, "out": out}
+    return {"peak": peak, "loaded": loaded, "elapsed": elapsed, "over": over, "out": out, "exit": proc.returncode}
 
 
 def calls(out: Path) -> dict:
@@ -152,7 +154,10 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=64)
     ap.add_argument("--turns", type=int, default=8, help="calls per trajectory")
     ap.add_argument("--distinct", type=int, help="distinct trajectories (default: one per session)")
-    ap.add_argument("--api", choices=("chat", "completions"), default="chat", help="flavours the stub serves")
+    ap.add_argument("--api", choices=("chat", "completions", "responses", "anthropic"), default="chat",
+                    help="chat and completions are answered; the others read whole, then refused (404)")  # fmt: skip
+    ap.add_argument("--client-arg", action="append", default=[], help="one more argument for replay run, repeatable "
+                    "(e.g. --client-arg=--cache-control --client-arg=auto)")  # fmt: skip
     ap.add_argument("--ttft", type=float, default=0.5, help="the stub's first-token delay, seconds")
     ap.add_argument("--answer-tokens", type=int, default=16)
     ap.add_argument("--every", type=float, default=0.2, help="seconds between RSS samples")
@@ -174,12 +179,14 @@ def main() -> None:
             "distinct_trajectories": distinct,
             "turns": args.turns,
             "api": args.api,
+            "client_args": args.client_arg,
             "workload_mb": round(size / 2**20, 1),
             "rss_mb_after_load": round(res["loaded"][1], 1) if res["loaded"] else None,
             "load_s": round(res["loaded"][0], 1) if res["loaded"] else None,
             "rss_mb_peak": round(res["peak"], 1),
             "stopped_over_max_rss": res["over"],
             "elapsed_s": round(res["elapsed"], 1),
+            "client_exit": res["exit"],
             **calls(res["out"]),
         }
     print(json.dumps(result, indent=2))
