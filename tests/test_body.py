@@ -92,6 +92,7 @@ def test_a_long_text_is_shared_with_the_messages_chat_bytes_in_every_flavour() -
             frag = fl.fragment(message)
             assert isinstance(frag, tuple) and frag[1].obj is message.wire, (api, raw["role"])
             assert b"".join(frag) == fl.render_message(message.raw)
+    assert flavour_mod.SHARED_TEXT >= SHARED  # a shared text is a piece of its own in a body, never copied into a run
     short = _message({"role": "user", "content": "short"})
     assert isinstance(FLAVOURS["completions"](RequestOptions(model="m")).fragment(short), bytes)
 

@@ -21,7 +21,7 @@ from aiohttp.abc import AbstractStreamWriter
 
 Piece = bytes | memoryview
 BATCH = 64 << 10  # aiohttp's own drain threshold (StreamWriter.write's LIMIT)
-SHARED = 2048  # a piece at least this long is sent from where it is kept; shorter ones are joined (copied)
+SHARED = 512  # a piece at least this long is sent from where it is kept; shorter ones are joined (copied)
 WRITE_MAX = 256 << 10  # the longest single write
 
 

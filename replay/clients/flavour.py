@@ -27,7 +27,7 @@ from replay.workload.trajectory import Message
 
 API_FLAVOURS = ("chat", "completions", "responses", "anthropic")
 Fragment = bytes | tuple[Piece, ...]  # one message in a flavour's format: its bytes, or pieces around a shared text
-SHARED_TEXT = 4096  # a text at least this long is shared with the message's chat bytes, not copied
+SHARED_TEXT = 1024  # a text at least this long is shared with the message's chat bytes, not copied (>= body.SHARED)
 
 
 @dataclass(frozen=True, slots=True)
