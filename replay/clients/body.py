@@ -58,18 +58,18 @@ def joined(pieces: list[Piece], parts: Iterable[Piece | tuple[Piece, ...]], sep:
             first = False
         elif sep:
             run.append(sep)
-        if type(part) is tuple:
+        if isinstance(part, tuple):
             for piece in part:
                 if len(piece) >= SHARED:
                     _flush(pieces, run)
                     pieces.append(piece)
                 else:
                     run.append(piece)
-        elif len(part) >= SHARED:  # type: ignore[arg-type]
+        elif len(part) >= SHARED:
             _flush(pieces, run)
-            pieces.append(part)  # type: ignore[arg-type]
+            pieces.append(part)
         else:
-            run.append(part)  # type: ignore[arg-type]
+            run.append(part)
     _flush(pieces, run)
 
 
