@@ -36,7 +36,7 @@ def _second_request(path: Path, policy: HistoryPolicy) -> dict:
     t0, t1 = traj.turns
     context = [*t0.append, t0.output_message, *t1.append]
     tools = traj.tools if policy.tool_calls == "native" else None  # as sessions send them
-    return orjson.loads(ChatFlavour(RequestOptions(model="m")).body(context, t1.output_tokens, tools, None))
+    return orjson.loads(bytes(ChatFlavour(RequestOptions(model="m")).body(context, t1.output_tokens, tools, None)))
 
 
 def test_native_tool_calls_and_stripped_reasoning_by_default(tmp_path: Path) -> None:

@@ -9,9 +9,13 @@ per template on the few bytes of the templated fields, spliced before the body's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+
+from replay.clients.body import Body
+
+B = TypeVar("B", bytes, Body)
 
 TEMPLATES = ("{session}", "{task}")
 
@@ -44,11 +48,13 @@ class Affinity:
     def __bool__(self) -> bool:
         return bool(self._body or self._headers)
 
-    def body(self, body: bytes, session: int, task: int) -> bytes:
-        """``body`` (a JSON object's bytes) with the templated fields filled in and added."""
+    def body(self, body: B, session: int, task: int) -> B:
+        """``body`` (a JSON object's bytes, or its pieces) with the templated fields filled in and added."""
         if not self._body:
             return body
         fields = self._body.replace(b"{session}", str(session).encode()).replace(b"{task}", str(task).encode())
+        if isinstance(body, Body):
+            return body.with_fields(fields)
         return body[:-1] + b"," + fields + b"}"
 
     def headers(self, session: int, task: int) -> dict[str, str]:

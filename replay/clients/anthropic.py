@@ -23,8 +23,9 @@ import orjson
 from replay import compact_json
 from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
+from replay.clients.body import Body, Piece, joined
 from replay.clients.chat import decode_object
-from replay.clients.flavour import Conversation, Flavour, body_fields
+from replay.clients.flavour import Conversation, Flavour, Fragment, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
 from replay.clients.usage import excerpt, safe_dumps
 from replay.workload.history import content_text
@@ -86,22 +87,34 @@ class AnthropicFlavour(Flavour):
             return b",".join(orjson.dumps(b) for b in blocks)
         return compact_json.dumps({"role": role, "content": blocks})
 
-    def _marked_fragment(self, message: Message) -> bytes:
+    def render_marked(self, raw: dict[str, Any]) -> bytes:
+        role, blocks = message_blocks(raw)
+        marked = _marked(blocks)
+        if role == "system":
+            return b",".join(map(orjson.dumps, marked))
+        return compact_json.dumps({"role": role, "content": marked})
+
+    def _marked_fragment(self, message: Message) -> Fragment:
         """The message with a cache breakpoint on its last block (rendered once, like ``fragment``)."""
         cache = message.rendered
         if cache is None:
             cache = message.rendered = {}
         frag = cache.get("anthropic+cache")
         if frag is None:
-            role, blocks = message_blocks(message.raw)
-            marked = _marked(blocks)
-            frag = (
-                b",".join(map(orjson.dumps, marked))
-                if role == "system"
-                else compact_json.dumps({"role": role, "content": marked})
-            )
-            cache["anthropic+cache"] = frag
+            frag = cache["anthropic+cache"] = self.render_fragment(message, marked=True)
         return frag
+
+    def around_text(self, raw: dict[str, Any], marked: bool = False) -> tuple[bytes, bytes] | None:
+        role = raw.get("role")
+        end = b'","cache_control":{"type":"ephemeral"}}' if marked else b'"}'
+        if role == "system":
+            return b'{"type":"text","text":"', end
+        if role == "tool":
+            use_id = orjson.dumps(str(raw.get("tool_call_id") or "toolu_0"))
+            head = b'{"role":"user","content":[{"type":"tool_result","tool_use_id":' + use_id + b',"content":"'
+            return head, end + b"]}"
+        who = b"assistant" if role == "assistant" else b"user"
+        return b'{"role":"' + who + b'","content":[{"type":"text","text":"', end + b"]}"
 
     def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
         out = []
@@ -121,25 +134,29 @@ class AnthropicFlavour(Flavour):
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
+    ) -> Body:
         auto = self.options.cache_control == "auto"
         system = [m for m in context if m.role == "system"]
         turns = [m for m in context if m.role != "system"]
-        parts = [b'{"model":', self._model, b',"max_tokens":', str(max_tokens).encode()]
+        parts: list[Piece] = [b'{"model":', self._model, b',"max_tokens":' + str(max_tokens).encode()]
         if system:
             frags = [self.fragment(m) for m in system]
             if auto:
                 frags[-1] = self._marked_fragment(system[-1])
-            parts += [b',"system":[', b",".join(frags), b"]"]
+            parts.append(b',"system":[')
+            joined(parts, frags)
+            parts.append(b"]")
         frags = [self.fragment(m) for m in turns]
         if auto and turns:
             frags[-1] = self._marked_fragment(turns[-1])
-        parts += [b',"messages":[', b",".join(frags), b"]", self.length_fields(max_tokens)]
+        parts.append(b',"messages":[')
+        joined(parts, frags)
+        parts.append(b"]" + self.length_fields(max_tokens))
         tools_wire = self.tools_wire(tools)
         if tools_wire:
             parts += [b',"tools":', tools_wire]
-        parts += [b",", self._fixed, b"}"]
-        return b"".join(parts)
+        parts.append(b"," + self._fixed + b"}")
+        return Body(parts)
 
     # --- reading -------------------------------------------------------------------------------------------------
     EMPTY_DELTA = b'"text":""'

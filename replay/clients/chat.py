@@ -1,8 +1,9 @@
 """OpenAI chat completions (``/chat/completions``), as OpenAI and every OpenAI-compatible host stream it.
 
-A body is the canonical messages as they were serialised at load (``Message.wire``), joined. A stream is ``data:``
-chunks with ``choices[].delta`` (``content``, ``tool_calls``, ``refusal``; reasoning in ``reasoning_content`` or
-``reasoning``), a chunk with ``finish_reason``, a usage chunk (``stream_options.include_usage``) and ``[DONE]``.
+A body is the canonical messages as they were serialised at load (``Message.wire``), in order, never joined. A stream
+is ``data:`` chunks with ``choices[].delta`` (``content``, ``tool_calls``, ``refusal``; reasoning in
+``reasoning_content`` or ``reasoning``), a chunk with ``finish_reason``, a usage chunk
+(``stream_options.include_usage``) and ``[DONE]``.
 An error mid-stream is a chunk with a top-level ``error`` (``../shared/PROVIDERS.md``).
 """
 
@@ -15,6 +16,7 @@ import orjson
 
 from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
+from replay.clients.body import Body, Piece, joined
 from replay.clients.flavour import Conversation, Flavour, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
 from replay.clients.usage import excerpt, get, safe_dumps
@@ -40,21 +42,15 @@ class ChatFlavour(Flavour):
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
-        parts = [
-            b'{"model":',
-            self._model,
-            b',"messages":[',
-            b",".join(m.wire for m in context),
-            b'],"max_tokens":',
-            str(max_tokens).encode(),
-            self.length_fields(max_tokens),
-        ]
+    ) -> Body:
+        parts: list[Piece] = [b'{"model":', self._model, b',"messages":[']
+        joined(parts, [m.wire for m in context])
+        parts.append(b'],"max_tokens":' + str(max_tokens).encode() + self.length_fields(max_tokens))
         tools_wire = self.tools_wire(tools)
         if tools_wire:
             parts += [b',"tools":', tools_wire]
-        parts += [b",", self._fixed, b"}"]
-        return b"".join(parts)
+        parts.append(b"," + self._fixed + b"}")
+        return Body(parts)
 
     # --- reading -------------------------------------------------------------------------------------------------
     EMPTY_DELTA = b'"content":""'

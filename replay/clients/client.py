@@ -14,6 +14,7 @@ from typing import Any
 from replay.clients import provider_fields
 from replay.clients.affinity import Affinity
 from replay.clients.anthropic import AnthropicFlavour
+from replay.clients.body import Body
 from replay.clients.chat import ChatFlavour
 from replay.clients.completions import CompletionsFlavour
 from replay.clients.errors import http_error_class
@@ -61,7 +62,7 @@ class HostClient:
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None = None,
-    ) -> bytes:
+    ) -> Body:
         return self.flavour.body(context, max_tokens, tools, conversation)
 
     def new_conversation(self) -> Conversation | None:
@@ -72,7 +73,7 @@ class HostClient:
 
     async def call(
         self,
-        body: bytes,
+        body: Body | bytes,
         rec: RequestRecord,
         conversation: Conversation | None = None,
         context: Sequence[Message] = (),

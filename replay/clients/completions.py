@@ -5,7 +5,8 @@ is exactly 4 tokens per message and 3 to prime the reply, as the chat count assu
 the same workload has the same prompt size in both flavours. Tool calls are written inline as
 ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` after the message's text. A message's fragment is its text
 JSON-escaped without the quotes: escaped strings join into the escaped string of their concatenation, so the body is
-still a join of fragments. The stream is OpenAI's: ``choices[].text`` chunks, a finish chunk, usage, ``[DONE]``.
+still a sequence of fragments (a long text is the message's own escaped content, shared with its chat bytes). The
+stream is OpenAI's: ``choices[].text`` chunks, a finish chunk, usage, ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from replay.clients.body import Body, Piece, joined
 from replay.clients.chat import decode_object, note_common, only_plain_fields, openai_usage
 from replay.clients.flavour import Conversation, Flavour, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
@@ -46,28 +48,21 @@ class CompletionsFlavour(Flavour):
     def render_message(self, raw: dict[str, Any]) -> bytes:
         return orjson.dumps(message_text(raw))[1:-1]
 
+    def around_text(self, raw: dict[str, Any], marked: bool = False) -> tuple[bytes, bytes] | None:
+        return orjson.dumps(f"### {raw.get('role', 'user')}\n")[1:-1], b"\\n\\n"
+
     def body(
         self,
         context: Sequence[Message],
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
-        return b"".join(
-            (
-                b'{"model":',
-                self._model,
-                b',"prompt":"',
-                b"".join(self.fragment(m) for m in context),
-                PRIMING,
-                b'","max_tokens":',
-                str(max_tokens).encode(),
-                self.length_fields(max_tokens),
-                b",",
-                self._fixed,
-                b"}",
-            )
-        )
+    ) -> Body:
+        parts: list[Piece] = [b'{"model":', self._model, b',"prompt":"']
+        joined(parts, [self.fragment(m) for m in context], b"")
+        parts.append(PRIMING + b'","max_tokens":' + str(max_tokens).encode() + self.length_fields(max_tokens))
+        parts.append(b"," + self._fixed + b"}")
+        return Body(parts)
 
     # --- reading -------------------------------------------------------------------------------------------------
     EMPTY_DELTA = b'"text":""'

@@ -1,9 +1,11 @@
 """What an API flavour is: how a turn's context becomes a request body, and how its stream is read.
 
 A flavour renders each message once into a fragment of its own wire format (kept on the message, so a context that
-grows every turn is never re-serialised) and builds a body by joining fragments around the fields that never change
-within a run (serialised once). It reads its stream through ``replay.clients.stream``. Sessions, the closed loop
-and the run never see a wire format: they hand a flavour messages and get back a record.
+grows every turn is never re-serialised) and builds a body as the list of those fragments and the fields that never
+change within a run (serialised once), never joined (``replay.clients.body``). A long text the format carries in a
+JSON string is not copied either: the fragment points into the message's chat bytes. It reads its stream through
+``replay.clients.stream``. Sessions, the closed loop and the run never see a wire format: they hand a flavour
+messages and get back a record.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import orjson
 
 from replay import compact_json
 from replay.clients.affinity import split_body
+from replay.clients.body import Body, Piece
 from replay.clients.stream import StreamReader, StreamState
 from replay.clients.usage import excerpt
+from replay.workload.spans import content_view
 from replay.workload.trajectory import Message
 
 API_FLAVOURS = ("chat", "completions", "responses", "anthropic")
+Fragment = bytes | tuple[Piece, ...]  # one message in a flavour's format: its bytes, or pieces around a shared text
+SHARED_TEXT = 1024  # a text at least this long is shared with the message's chat bytes, not copied (>= body.SHARED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,19 +77,40 @@ class Flavour(StreamReader):
         """The body fields that never change within a run, as ``"a":1,"b":2`` (no braces)."""
         return body_fields({"stream": True, **self.options.extra_body})
 
-    def fragment(self, message: Message) -> bytes:
+    def fragment(self, message: Message) -> Fragment:
         """``message`` in this flavour's wire format, rendered once and kept on the message."""
         cache = message.rendered
         if cache is None:
             cache = message.rendered = {}
         frag = cache.get(self.name)
         if frag is None:
-            frag = cache[self.name] = self.render_message(message.raw)
+            frag = cache[self.name] = self.render_fragment(message)
         return frag
+
+    def render_fragment(self, message: Message, marked: bool = False) -> Fragment:
+        """``message`` rendered; a long text shared with its chat bytes when the format allows (``around_text``).
+        ``marked``: with the flavour's cache breakpoint (Anthropic)."""
+        raw = message.raw
+        text = raw.get("content")
+        if isinstance(text, str) and len(text) >= SHARED_TEXT and not raw.get("tool_calls"):
+            around = self.around_text(raw, marked)
+            view = content_view(message.wire, text) if around is not None else None
+            if around is not None and view is not None:
+                return around[0], view, around[1]
+        return self.render_marked(raw) if marked else self.render_message(raw)
 
     def render_message(self, raw: dict[str, Any]) -> bytes:
         """One canonical (OpenAI chat shaped) message in this flavour's format."""
         raise NotImplementedError
+
+    def render_marked(self, raw: dict[str, Any]) -> bytes:
+        """The message with a cache breakpoint (flavours that have them)."""
+        raise NotImplementedError
+
+    def around_text(self, raw: dict[str, Any], marked: bool = False) -> tuple[bytes, bytes] | None:
+        """The bytes before and after the message's JSON-escaped text in its fragment, for a message whose content is
+        a string and that has no tool calls; None when the format does not carry the text as one JSON string."""
+        return None
 
     def tools_wire(self, tools: list[dict[str, Any]] | None) -> bytes | None:
         """The trajectory's tool schemas in this flavour's format, rendered once per trajectory."""
@@ -103,8 +130,8 @@ class Flavour(StreamReader):
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
-        """The JSON body of one request for ``context``."""
+    ) -> Body:
+        """The JSON body of one request for ``context``, as its pieces."""
         raise NotImplementedError
 
     def length_fields(self, max_tokens: int) -> bytes:

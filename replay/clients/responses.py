@@ -21,6 +21,7 @@ import orjson
 
 from replay import compact_json
 from replay.clients import usage as usage_mod
+from replay.clients.body import Body, Piece, joined
 from replay.clients.chat import decode_object
 from replay.clients.flavour import Conversation, Flavour, body_fields
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
@@ -69,6 +70,13 @@ class ResponsesFlavour(Flavour):
     def render_message(self, raw: dict[str, Any]) -> bytes:
         return b",".join(orjson.dumps(item) for item in message_items(raw))
 
+    def around_text(self, raw: dict[str, Any], marked: bool = False) -> tuple[bytes, bytes] | None:
+        role = raw.get("role")
+        if role == "tool":
+            call_id = orjson.dumps(str(raw.get("tool_call_id") or ""))
+            return b'{"type":"function_call_output","call_id":' + call_id + b',"output":"', b'"}'
+        return b'{"role":' + orjson.dumps(role) + b',"content":"', b'"}'
+
     def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
         flat = []
         for tool in tools:
@@ -85,7 +93,7 @@ class ResponsesFlavour(Flavour):
         max_tokens: int,
         tools: list[dict[str, Any]] | None,
         conversation: Conversation | None,
-    ) -> bytes:
+    ) -> Body:
         items: Sequence[Message] = context
         previous = b""
         if conversation is not None and conversation.previous_id is not None:
@@ -95,21 +103,14 @@ class ResponsesFlavour(Flavour):
             if len(context) > n + 1 and all(a is b for a, b in zip(context[:n], held, strict=False)):
                 items = context[n + 1 :]
                 previous = b',"previous_response_id":' + orjson.dumps(conversation.previous_id)
-        parts = [
-            b'{"model":',
-            self._model,
-            b',"input":[',
-            b",".join(self.fragment(m) for m in items),
-            b'],"max_output_tokens":',
-            str(max_tokens).encode(),
-            previous,
-            self.length_fields(max_tokens),
-        ]
+        parts: list[Piece] = [b'{"model":', self._model, b',"input":[']
+        joined(parts, [self.fragment(m) for m in items])
+        parts.append(b'],"max_output_tokens":' + str(max_tokens).encode() + previous + self.length_fields(max_tokens))
         tools_wire = self.tools_wire(tools)
         if tools_wire:
             parts += [b',"tools":', tools_wire]
-        parts += [b",", self._fixed, b"}"]
-        return b"".join(parts)
+        parts.append(b"," + self._fixed + b"}")
+        return Body(parts)
 
     def after_call(self, conversation: Conversation | None, st: StreamState | None, context: Sequence[Message]) -> None:
         if conversation is None:

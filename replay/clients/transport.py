@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from replay.clients import wire_stamps
+from replay.clients.body import Body, BodyPayload
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
 from replay.results.records import RequestRecord
@@ -96,8 +97,11 @@ class Transport:
 
         await asyncio.gather(*(one() for _ in range(connections)))
 
-    async def post(self, url: str, body: bytes, headers: dict[str, str], rec: RequestRecord, got: Received) -> None:
-        """Send one call; fill ``got`` and the record's stamps, status and transport-level error (if any).
+    async def post(
+        self, url: str, body: Body | bytes, headers: dict[str, str], rec: RequestRecord, got: Received
+    ) -> None:
+        """Send one call; fill ``got`` and the record's stamps, status and transport-level error (if any). A ``Body``
+        goes out as its pieces (``replay.clients.body``), never joined.
 
         ``t_call`` is when the call began; ``t_sent`` when its bytes were handed to the socket (see wire_stamps), and
         every latency of the call counts from there. On cancellation ``got`` still holds what was seen.
@@ -112,7 +116,7 @@ class Transport:
             try:
                 async with self.http.post(
                     url,
-                    data=body,
+                    data=BodyPayload(body) if isinstance(body, Body) else body,
                     headers=headers,
                     timeout=self._timeout,
                     trace_request_ctx=sent,

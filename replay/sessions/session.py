@@ -34,6 +34,7 @@ from replay.sessions.start_points import AgentStart
 from replay.sessions.tally import Tally, drain_background, merge, run_background
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.sessions.tree import Tree
+from replay.workload.spans import string_content_at
 from replay.workload.trajectory import CountedContext, Message, MessageBuilder, Spawn, Trajectory, Turn
 
 ON_ERROR = ("continue", "end-task", "abort")
@@ -95,29 +96,11 @@ def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list
     for i, m in enumerate(out):
         if m.role != "user":
             continue
-        at = _string_content_at(m.wire)
+        at = string_content_at(m.wire)
         if at is not None:
             out[i] = Message(m.wire[:at] + tag + m.wire[at:], m.tokens + tag_tokens, role="user")
             break
     return out
-
-
-_CONTENT = b'"content":"'
-
-
-def _string_content_at(wire: bytes) -> int | None:
-    """Where a message's top-level string ``content`` begins in its compact JSON, or None (content of parts).
-
-    Inside a JSON string every quote is escaped, so the first ``"content":"`` is a key; it is the top-level one
-    when what precedes it is a complete object's beginning (checked by parsing that short prefix)."""
-    idx = wire.find(_CONTENT)
-    if idx < 0:
-        return None
-    try:
-        orjson.loads(wire[:idx].rstrip(b",") + b"}")
-    except orjson.JSONDecodeError:
-        return None
-    return idx + len(_CONTENT)
 
 
 @dataclass(slots=True)

@@ -48,7 +48,8 @@ class Message:
         self.wire = wire  # orjson bytes of the message (OpenAI chat shaped): chat bodies are joins of these
         self.tokens = tokens  # content + tool-call tokens + per-message framing
         self.role = sys.intern(role if role is not None else str((raw or {}).get("role", "")))
-        self.rendered: dict[str, bytes] | None = None  # this message in other API flavours, rendered when first sent
+        # This message in other API flavours, rendered when first sent: bytes, or pieces sharing a long text with wire.
+        self.rendered: dict[str, bytes | tuple[bytes | memoryview, ...]] | None = None
 
     @property
     def raw(self) -> dict[str, Any]:
