@@ -165,7 +165,8 @@ def test_no_actor_outlives_the_run(runs: dict[str, Any], cluster: dict[str, Any]
     assert _none_left(cluster["pid"])
 
 
-def test_an_actor_killed_stops_the_run_with_its_error(cluster: dict[str, Any], tmp_path: Path) -> None:
+def _start(cluster: dict[str, Any], tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """A run on the cluster's 2 actors (no --workers: one per CPU) on its way, 8 calls written."""
     work = tmp_path / "w.jsonl"
     for i in range(4):
         write_trajectory(work, f"w{i}", simple_turns(30, output_tokens=40, tool_time_s=0.05))
@@ -177,12 +178,34 @@ def test_an_actor_killed_stops_the_run_with_its_error(cluster: dict[str, Any], t
     while (out.read_bytes().count(b'"type":"request"') if out.exists() else 0) < 8:
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()  # type: ignore
         time.sleep(0.05)  # polling a condition on disk, not standing in for synchronisation
-    actors = _actors(cluster["pid"])
-    assert len(actors) == 2, actors  # without --workers: one per CPU of the cluster
-    os.kill(actors[0], signal.SIGKILL)
+    assert len(_actors(cluster["pid"])) == 2
+    return proc, out
+
+
+def test_an_actor_killed_stops_the_run_with_its_error(cluster: dict[str, Any], tmp_path: Path) -> None:
+    proc, out = _start(cluster, tmp_path)
+    os.kill(_actors(cluster["pid"])[0], signal.SIGKILL)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err.decode()[-3000:]
-    assert b"before the end of its run" in err
+    assert b"exited (code -9) before the end of its run" in err
     run = read_run(out, notes=lambda _: None)
     assert run.footer is not None and run.footer["stop_reason"] == "crashed"
+    assert _none_left(cluster["pid"])
+
+
+def test_sigint_stops_every_actor_and_writes_the_footer(cluster: dict[str, Any], tmp_path: Path) -> None:
+    proc, out = _start(cluster, tmp_path)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()[-3000:]
+    run = read_run(out)
+    assert run.footer is not None and run.footer["stop_reason"] == "interrupted (SIGINT)"
+    assert [w["stop_reason"] for w in run.footer["workers"]] == ["interrupted (SIGINT)"] * 2
+    assert _none_left(cluster["pid"])
+
+
+def test_kill_9_of_the_parent_takes_every_actor_with_it(cluster: dict[str, Any], tmp_path: Path) -> None:
+    proc, _ = _start(cluster, tmp_path)
+    proc.kill()  # Ray ends a dead driver's actors; each also finds its connection closed and cuts its calls
+    proc.communicate(timeout=30)
     assert _none_left(cluster["pid"])

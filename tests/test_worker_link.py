@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
+import replay
 from replay import event_loop
+from replay.cli import main
 from replay.clients.flavour import RequestOptions
 from replay.clients.host import HostConfig
 from replay.jobs.clock_sync import REQUEST_TIMES, TASK_TIMES, best_offset, shift_message
@@ -148,3 +151,42 @@ def test_the_tcp_workers_make_the_same_calls_as_local_ones(skewed: dict[str, Any
     calls = lambda run: sorted((r.trajectory, r.turn, r.output_tokens, r.prompt_tokens) for r in run.requests)  # noqa: E731
     assert calls(local) == calls(skewed["run"])
     assert dataclasses.asdict(local.tasks[0]).keys() == dataclasses.asdict(skewed["run"].tasks[0]).keys()
+
+
+def test_a_worker_is_handed_the_environment_after_its_clock() -> None:
+    """The greeting as a worker sees it: the challenge, pings answered, then the key (and nothing before auth)."""
+    listener, got = WorkerListener("127.0.0.1"), {}
+
+    def worker() -> None:
+        conn = Client((listener.host, listener.port), family="AF_INET", authkey=listener.authkey)
+        conn.send(("hello", 0, "node-a", replay.__version__, os.getpid()))
+        pings = 0
+        while (message := conn.recv())[0] == "ping":
+            pings += 1
+            conn.send(("pong", 42.0))  # a clock far from the parent's
+        got.update(pings=pings, env=message[1])
+        conn.close()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        (link,) = listener.accept(1, {"REPLAY_KEY": "sk-handed"}, lambda: None)
+    finally:
+        thread.join(timeout=10)
+        listener.close()
+    assert got == {"pings": 16, "env": {"REPLAY_KEY": "sk-handed"}}
+    assert link.node == "node-a" and 0 < link.clock.error_s < 0.05
+    link.conn.close()
+
+
+@pytest.mark.parametrize(
+    "args, words", [(["--max-rpm", "60"], "--ray: --max-rpm"), (["--start-at", "0.5"], "--ray: --start-at")]
+)
+def test_what_needs_one_process_is_refused_with_ray(tmp_path: Path, args: list[str], words: str) -> None:
+    work = tmp_path / "w.jsonl"
+    write_trajectory(work, "w", simple_turns(1))
+    result = CliRunner().invoke(main, ["run", str(work), "--out", str(tmp_path / "r.jsonl"), "-q", "--ray",
+                                       "127.0.0.1:1", *args])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert words in result.output
+    assert not (tmp_path / "r.jsonl").exists()

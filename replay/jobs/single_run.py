@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -229,6 +230,8 @@ def check_workers(spec: RunSpec) -> None:
     for name, asked in one_process:
         if asked:
             raise RunError(f"{sharded}: {name} runs in one process; leave {sharded.split()[0]} out")
+    if spec.ray and importlib.util.find_spec("ray") is None:  # before a byte is written
+        raise RunError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'")
 
 
 def ensure_open_files(concurrency: int) -> None:
