@@ -27,8 +27,10 @@ pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[1]
 SKEW_S = 1000.0  # actor k's clock runs (k + 1) x this ahead
 KEY = "sk-ray-test-secret-0123456789"
-# Loopback only (Ray otherwise swaps 127.0.0.1 for the machine's address); no token file written to $HOME.
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+# No token file written to $HOME; the cluster on the loopback address only (Ray otherwise swaps 127.0.0.1 for the
+# machine's address: replay's runs set it for themselves, for a --ray address on 127.0.0.1).
+RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 CLUSTER = """
 import logging, sys, ray
 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
@@ -40,7 +42,9 @@ ray.shutdown()
 
 def _env(**extra: str) -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, **RAY_ENV, "PYTHONPATH": path, **extra}
+    env = {**os.environ, **RAY_ENV, "PYTHONPATH": path, **extra}
+    env.pop(next(iter(LOOPBACK)), None)  # the runs set it themselves
+    return env
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +52,7 @@ def cluster() -> Iterator[dict[str, Any]]:
     """A 2-CPU Ray cluster on 127.0.0.1, held by a process of its own (stopped by closing its stdin), its actors'
     clocks skewed."""
     proc = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env=_env(**{SKEW_ENV: str(SKEW_S)}))  # fmt: skip
+                            env=_env(**{SKEW_ENV: str(SKEW_S)}) | LOOPBACK)  # fmt: skip
     try:
         assert proc.stdout is not None
         address, session = proc.stdout.readline().decode().split()

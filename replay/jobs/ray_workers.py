@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import subprocess
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any
@@ -26,7 +27,14 @@ from replay.results.records import RunWriter
 ACTOR_DIED = -9  # the exit code a dead actor reports, as a killed process's
 
 
-def _ray() -> Any:
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray keeps 127.0.0.1 (else it takes the machine's IP)
+
+
+def _ray(address: str) -> Any:
+    """Ray, imported; for a cluster on the loopback address, told to stay there (as it does on macOS), else it
+    looks for this node under the machine's IP and waits minutes for a cluster that is not there."""
+    if address.rpartition(":")[0].removeprefix("ray://") in ("127.0.0.1", "localhost"):
+        os.environ.setdefault(LOOPBACK_ENV, "0")
     try:
         import ray
     except ImportError:
@@ -116,7 +124,7 @@ def _check(actors: list[_Actor]) -> None:
 def ray_cluster(address: str, listen: str | None = None) -> Iterator[RayCluster]:
     """Connected to the cluster at ``address`` (what ``ray.init`` takes: HOST:PORT, ``auto``, ``ray://...``)
     unless Ray already is; every actor killed and Ray disconnected on the way out."""
-    ray = _ray()
+    ray = _ray(address)
     ours = not ray.is_initialized()
     if ours:
         try:
