@@ -213,3 +213,13 @@ def test_kill_9_of_the_parent_takes_every_actor_with_it(cluster: dict[str, Any],
     proc.kill()  # Ray ends a dead driver's actors; each also finds its connection closed and cuts its calls
     proc.communicate(timeout=30)
     assert _none_left(cluster["pid"])
+
+
+def test_more_workers_than_the_cluster_has_cpus_is_refused(cluster: dict[str, Any], tmp_path: Path) -> None:
+    work = tmp_path / "w.jsonl"
+    write_trajectory(work, "w", simple_turns(1))
+    cmd = [sys.executable, "-m", "replay", "run", str(work), "-c", "4", "--ray", cluster["address"], "--workers", "3",
+           "--out", str(tmp_path / "r.jsonl"), "-q"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, env=_env(), timeout=120)
+    assert done.returncode == 1 and b"--workers 3: the Ray cluster has 2 CPUs" in done.stderr, done.stderr
+    assert _none_left(cluster["pid"])

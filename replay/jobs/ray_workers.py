@@ -66,8 +66,11 @@ class _Actor:
         return self.poll() or 0
 
     def kill(self) -> None:
-        with contextlib.suppress(Exception):
-            self.ray.kill(self.handle, no_restart=True)
+        """Killed, not waited for: a cluster that stopped answering must not hold the parent's exit."""
+        if self.code is None:
+            with contextlib.suppress(Exception):
+                self.ray.kill(self.handle, no_restart=True)
+            self.code = ACTOR_DIED
 
 
 def _listen_address(listen: str | None, ray: Any) -> tuple[str, int]:

@@ -70,8 +70,9 @@ class WorkerListener:
                 check()
                 if perf_counter() > end:
                     missing = sorted(set(range(count)) - set(links))
+                    why = "not started (no free CPU on the cluster?), or that address is not reachable from their node"
                     raise WorkerError(f"workers {missing} did not connect to {self.host}:{self.port} within "
-                                      f"{START_TIMEOUT_S:.0f} s (a firewall? --ray-listen)")  # fmt: skip
+                                      f"{START_TIMEOUT_S:.0f} s: {why} (a firewall? --ray-listen)")  # fmt: skip
                 try:
                     raw, _ = self.sock.accept()
                 except TimeoutError:
