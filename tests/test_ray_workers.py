@@ -217,7 +217,8 @@ def test_kill_9_of_the_parent_takes_every_actor_with_it(cluster: dict[str, Any],
 
 def test_more_workers_than_the_cluster_has_cpus_is_refused(cluster: dict[str, Any], tmp_path: Path) -> None:
     work = tmp_path / "w.jsonl"
-    write_trajectory(work, "w", simple_turns(1))
+    for i in range(4):  # 4 sessions: room for 3 workers
+        write_trajectory(work, f"w{i}", simple_turns(1))
     cmd = [sys.executable, "-m", "replay", "run", str(work), "-c", "4", "--ray", cluster["address"], "--workers", "3",
            "--out", str(tmp_path / "r.jsonl"), "-q"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, env=_env(), timeout=120)
