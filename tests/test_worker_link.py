@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 import threading
 from multiprocessing.connection import AuthenticationError, Client
 from pathlib import Path
@@ -190,3 +192,11 @@ def test_what_needs_one_process_is_refused_with_ray(tmp_path: Path, args: list[s
     assert result.exit_code == 1, result.output
     assert words in result.output
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_ray_is_imported_only_when_a_run_asks_for_it() -> None:
+    code = ("import sys, replay.cli, replay.jobs.single_run, replay.jobs.ray_workers, replay.jobs.workers; "
+            "print('ray' in sys.modules)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(replay.__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.stdout.strip() == "False", done.stderr
