@@ -68,6 +68,9 @@ def run(
     if not quiet:
         where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"
         over = f" over {spec.workers} worker processes" if spec.workers > 1 else ""
+        if spec.ray:
+            many = f"{spec.workers} Ray actors" if spec.workers else "Ray actors (one per CPU of the cluster)"
+            over = f" over {many} at {spec.ray}"
         click.echo(f"replay: {concurrency} sessions{over} against {where}", err=True)
     try:
         result = execute(spec)

@@ -162,12 +162,22 @@ CONCURRENCY = [
     ),
     click.option(
         "--workers",
-        default=1,
-        show_default=True,
         type=click.IntRange(1),
         help="Processes the sessions are sharded over, each with its own event loop and connections; this process "
-        "writes the one run file. 1: all in this process. Use up to the number of cores when the report says the "
-        "client was saturated (at most one worker per session).",
+        "writes the one run file. Default 1: all in this process (with --ray: one per CPU of the cluster). Use up to "
+        "the number of cores when the report says the client was saturated (at most one worker per session).",
+    ),
+    click.option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Run the workers as Ray actors on an existing cluster (HOST:PORT of its head, or auto); needs the ray "
+        "extra on every node. docs/scale-out.md.",
+    ),
+    click.option(
+        "--ray-listen",
+        metavar="HOST[:PORT]",
+        help="With --ray: where the actors connect back to this process (default: this node's IP as Ray knows it, "
+        "any free port).",
     ),
 ]
 
@@ -485,7 +495,9 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         retries=opts["retries"],
         thresholds=list(opts["thresholds"]),
         window_s=_seconds(opts, "window"),
-        workers=opts.get("workers") or 1,
+        workers=opts.get("workers") or (0 if opts.get("ray") else 1),
+        ray=opts.get("ray"),
+        ray_listen=opts.get("ray_listen"),
         prometheus=opts.get("prometheus"),
         scrape_metrics=opts.get("scrape_metrics"),
         baseline=opts.get("baseline"),

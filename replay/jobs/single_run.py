@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -104,6 +105,8 @@ class RunSpec:
     arrivals: Any = None  # an open loop's arrivals (replay.sessions.arrivals.Arrivals); None: the closed loop
     max_live: int | None = None  # open loop: sessions at once (default: the concurrency)
     workers: int = 1  # processes the closed loop's lanes are sharded over (replay.jobs.workers); 1: this one
+    ray: str | None = None  # --ray ADDRESS: the workers as actors on that Ray cluster (workers 0: one per its CPUs)
+    ray_listen: str | None = None  # where the actors connect back (default: this node's IP as Ray knows it)
 
 
 @dataclass(slots=True)
@@ -213,18 +216,22 @@ def check_spec(spec: RunSpec) -> None:
 
 
 def check_workers(spec: RunSpec) -> None:
-    """``--workers``: 1 or more; more than 1 shards the closed loop, so what needs one process is refused."""
-    if spec.workers < 1:
+    """``--workers``: 1 or more; more than 1 (or ``--ray``) shards the closed loop, so what needs one process is
+    refused."""
+    if spec.workers < (0 if spec.ray else 1):
         raise RunError(f"--workers: expected 1 or more, not {spec.workers}")
-    if spec.workers == 1:
+    if spec.workers == 1 and not spec.ray:
         return
+    sharded = "--ray" if spec.ray else f"--workers {spec.workers}"
     one_process = [("--resume", spec.resume), ("an open loop (--arrivals)", spec.arrivals is not None),
                    ("--max-rpm (one limiter for every session)", spec.load.rate_limit is not None),
                    ("--start-at and the recipes' lanes (warm-up barrier, background subagents, idle caps)",
                     spec.load.lanes is not None)]  # fmt: skip
     for name, asked in one_process:
         if asked:
-            raise RunError(f"--workers {spec.workers}: {name} runs in one process; leave --workers out")
+            raise RunError(f"{sharded}: {name} runs in one process; leave {sharded.split()[0]} out")
+    if spec.ray and importlib.util.find_spec("ray") is None:  # before a byte is written
+        raise RunError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'")
 
 
 def ensure_open_files(concurrency: int) -> None:
@@ -297,8 +304,8 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                                      spec.responses_state)  # fmt: skip
             header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
             header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
-            if spec.workers > 1:
-                header["load"]["workers"] = spec.workers
+            if spec.workers > 1 or spec.ray:
+                header["load"] |= {"workers": spec.workers or "auto"} | ({"ray": spec.ray} if spec.ray else {})
             if previous is None:
                 writer.header(header)
             else:
@@ -362,7 +369,7 @@ def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestO
     """The closed loop, or the open loop when the spec has arrivals."""
     factory = lambda transport: make_client(host, options, transport)  # noqa: E731
     check = _threshold_check(spec, stream, writer)
-    if spec.arrivals is None and spec.workers > 1:
+    if spec.arrivals is None and (spec.workers > 1 or spec.ray):
         return _sharded(spec, workload, host, options, writer, check, jobs)
     if spec.arrivals is None:
         return run_load(workload, factory, Transport(host), spec.load, writer, progress=spec.progress, check=check,
@@ -378,9 +385,13 @@ async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options:
     """The closed loop's lanes over ``spec.workers`` processes, this one writing the run file."""
     from replay.jobs.workers import ShardedRun, WorkerError, run_workers
 
+    plan = ShardedRun(workload, host, options, spec.load, spec.workers)
     try:
-        return await run_workers(ShardedRun(workload, host, options, spec.load, spec.workers), writer, spec.progress,
-                                 check, jobs)  # fmt: skip
+        if spec.ray:  # the same workers as Ray actors (replay.jobs.ray_workers: Ray is imported there only)
+            from replay.jobs.ray_workers import run_on_ray
+
+            return await run_on_ray(spec.ray, spec.ray_listen, plan, writer, spec.progress, check, jobs)
+        return await run_workers(plan, writer, spec.progress, check, jobs)
     except WorkerError as exc:
         raise RunError(writer.scrub_text(str(exc))) from None
 

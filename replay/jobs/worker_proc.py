@@ -161,7 +161,11 @@ class PipeShard:
 
 def main(fd: int) -> None:
     """The worker process: read the job, run the shard, send its footer (or what went wrong), exit."""
-    conn = Connection(fd)
+    serve(Connection(fd))
+
+
+def serve(conn: Connection) -> None:
+    """A worker on its connection to the parent (a socket pair's end, or TCP: ``replay.jobs.remote_worker``)."""
     try:
         job: WorkerJob = conn.recv()
     except (EOFError, OSError):

@@ -35,6 +35,7 @@ from typing import Any
 import replay
 from replay.clients.flavour import RequestOptions
 from replay.clients.host import HostConfig
+from replay.jobs.clock_sync import shift_message
 from replay.jobs.worker_proc import WorkerJob
 from replay.results.records import RequestRecord, RunWriter
 from replay.sessions.closed_loop import LoadConfig, RunStop, print_progress, run_checks
@@ -59,6 +60,21 @@ class ShardedRun:
     options: RequestOptions
     load: LoadConfig
     workers: int
+    launcher: Launcher | None = None  # None: local processes over socket pairs; else e.g. Ray actors over TCP
+
+
+@dataclass(slots=True)
+class Launched:
+    """A worker a launcher started: something with ``poll``, ``wait(timeout)`` and ``kill`` (a Popen, an actor),
+    its connection, the offset that brings its clock to this one's, and what the footer says of it."""
+
+    proc: Any
+    conn: Connection
+    offset: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+Launcher = Callable[[int, dict[str, str]], list[Launched]]  # (workers, environment to hand them) -> started
 
 
 def shard_lanes(slots: int, workers: int) -> list[tuple[int, ...]]:
@@ -70,9 +86,11 @@ def shard_lanes(slots: int, workers: int) -> list[tuple[int, ...]]:
 @dataclass(slots=True)
 class _Worker:
     index: int
-    proc: subprocess.Popen[bytes]
+    proc: Any  # subprocess.Popen, or a launcher's (poll, wait, kill)
     conn: Connection
     lanes: tuple[int, ...]
+    offset: float = 0.0  # added to the worker's stamps: its clock to this one's (replay.jobs.clock_sync)
+    info: dict[str, Any] = field(default_factory=dict)
     ready: bool = False
     in_flight: int = 0  # calls in flight, as it last said
     gone: bool = False
@@ -127,8 +145,14 @@ class _Parent:
     # ------------------------------------------------------------------------------------------ processes
     async def start(self) -> None:
         """Start the workers, send each its job (in threads: a workload is megabytes), listen to them."""
-        for index, lanes in enumerate(shard_lanes(self.slots, self.plan.workers)):
-            self.workers.append(_spawn(index, lanes))
+        shards, launch = shard_lanes(self.slots, self.plan.workers), self.plan.launcher
+        if launch is None:
+            self.workers += [_spawn(index, lanes) for index, lanes in enumerate(shards)]
+        else:  # remote workers get the key from here, over their authenticated connection
+            key, name = self.plan.host.api_key(), self.plan.host.api_key_env
+            started = await asyncio.to_thread(launch, len(shards), {name: key} if key else {})
+            self.workers += [_Worker(i, s.proc, s.conn, lanes, s.offset, s.info)
+                             for i, (s, lanes) in enumerate(zip(started, shards, strict=True))]  # fmt: skip
         jobs = [WorkerJob(w.index, w.lanes, self.salt, self.plan.workload, self.plan.host, self.plan.options,
                           self.plan.load) for w in self.workers]  # fmt: skip
         sent = await asyncio.gather(*(asyncio.to_thread(w.conn.send, job) for w, job in zip(self.workers, jobs,
@@ -181,6 +205,8 @@ class _Parent:
             self.changed.set()
 
     def _message(self, w: _Worker, message: tuple[Any, ...]) -> None:
+        if w.offset:
+            message = shift_message(message, w.offset)
         kind = message[0]
         if kind == "request":
             self.writer.request(message[1])
@@ -282,8 +308,8 @@ class _Parent:
         if self.whole:
             out["window"] = "whole"
         out["workers"] = [{"worker": w.index, "lanes": len(w.lanes), "stop_reason": (w.footer or {}).get("stop_reason"),
-                           "requests": (w.footer or {}).get("requests"), "tasks": (w.footer or {}).get("tasks")}
-                          for w in self.workers]  # fmt: skip
+                           "requests": (w.footer or {}).get("requests"), "tasks": (w.footer or {}).get("tasks"),
+                           **w.info} for w in self.workers]  # fmt: skip
         return out
 
 
