@@ -46,8 +46,8 @@ from replay.jobs.probe_plan import (
 )
 from replay.jobs.probe_points import host_ratio, ok, prefill_point, prompt, single_decode_point, still_cached
 from replay.jobs.probe_runners import Runner
-from replay.jobs.twin_fit import DEFAULT_CHUNK, Coefficients, DecodePoint, Fit, PrefillPoint, fit, profile_fields
-from replay.results.records import RequestRecord
+from replay.jobs.probe_state import Measured, Phase, PhaseLog
+from replay.jobs.twin_fit import DEFAULT_CHUNK, DecodePoint, Fit, PrefillPoint, fit, profile_fields
 from replay.workload.trajectory import Workload
 
 PHASES = (("prefill", 0.35), ("cache", 0.20), ("ladder", 0.45))
@@ -73,20 +73,6 @@ class ProbeConfig:
     kv_tokens: int | None = None  # host tokens the cache holds, when known (the cache phase is then skipped)
     nonce: str | None = None  # seeds every prompt's text (default: random, so no earlier probe is cached)
     log: Callable[[str], None] = field(default=lambda _: None)
-
-
-@dataclass(slots=True)
-class PhaseLog:
-    name: str
-    budget_s: float
-    used_s: float = 0.0
-    calls: int = 0
-    errors: int = 0
-    stopped: str = "done"  # done | budget | cap | saturated | kv | max-concurrency
-
-    def public(self) -> dict[str, Any]:
-        return {"name": self.name, "budget_s": round(self.budget_s, 2), "used_s": round(self.used_s, 2),
-                "calls": self.calls, "errors": self.errors, "stopped": self.stopped}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -164,44 +150,6 @@ class _Budget:
         return PhaseLog(PHASES[index][0], max(self.total_s - self.used(), 0.0) * shares[0] / sum(shares))
 
 
-class _Phase:
-    """Runs a phase's passes within its budget and counts them."""
-
-    def __init__(self, runner: Runner, log: PhaseLog) -> None:
-        self.runner, self.log, self.t0 = runner, log, runner.elapsed
-
-    def left(self) -> float:
-        return self.log.budget_s - (self.runner.elapsed - self.t0)
-
-    def run(self, workload: Workload, concurrency: int) -> list[RequestRecord]:
-        records = self.runner.run(workload, concurrency, max(self.left(), 0.5))
-        self.log.calls += len(records)
-        self.log.errors += sum(1 for r in records if not r.ok)
-        self.log.used_s = self.runner.elapsed - self.t0
-        return records
-
-
-@dataclass(slots=True)
-class Measured:
-    """What the phases have found so far, shared by the later ones."""
-
-    shape: Shape
-    passes: Passes
-    ratio: float = 1.0
-    prefill: list[PrefillPoint] = field(default_factory=list)
-    decode: list[DecodePoint] = field(default_factory=list)
-    limit: int | None = None  # client tokens (prompt + answer) a call may hold
-    accepted: int | None = None
-    refused: int | None = None
-
-    @property
-    def chunk(self) -> int:
-        return round(DEFAULT_CHUNK * self.ratio)
-
-    def coefficients(self) -> Coefficients:
-        return fit(self.prefill, self.decode, self.chunk).coefficients
-
-
 def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConfig | None = None) -> ProbeResult:
     """Probe the host behind ``runner`` with ``workload``'s shape; pass files are written to ``directory``."""
     cfg = config or ProbeConfig()
@@ -215,7 +163,7 @@ def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConf
     budget = _Budget(runner, cfg.duration_s)
     phases = [budget.phase(0)]
     cfg.log(f"probe: phase 1/3 prefill, concurrency 1 (up to {phases[0].budget_s:.0f} s)")
-    _prefill_phase(_Phase(runner, phases[0]), m, cfg)
+    _prefill_phase(Phase(runner, phases[0]), m, cfg)
 
     phases.append(budget.phase(1))
     if cfg.kv_tokens:  # given: the cache phase's time goes to the ladder
@@ -224,12 +172,12 @@ def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConf
         reserve = 1.5 * ladder_cost(m, m.coefficients(), cfg.max_concurrency)
         phases[1].budget_s = max(phases[1].budget_s, cfg.duration_s - budget.used() - reserve)
         cfg.log(f"probe: phase 2/3 cache capacity, concurrency 1 (up to {phases[1].budget_s:.0f} s)")
-        kv, measured = _cache_phase(_Phase(runner, phases[1]), m)
+        kv, measured = _cache_phase(Phase(runner, phases[1]), m)
         kv_source = "measured" if measured else "at least"
 
     phases.append(budget.phase(2))
     cfg.log(f"probe: phase 3/3 concurrency ladder (up to {phases[2].budget_s:.0f} s)")
-    ladder = run_ladder(_Phase(runner, phases[2]), m, kv, cfg.max_concurrency, cfg.log)
+    ladder = run_ladder(Phase(runner, phases[2]), m, kv, cfg.max_concurrency, cfg.log)
     return ProbeResult(
         shape=shape, ratio=m.ratio, fit=fit(m.prefill, m.decode, m.chunk), prefill=m.prefill, decode=m.decode,
         kv_tokens=int(kv), kv_source=kv_source, max_num_seqs=ladder.cap or max(DEFAULT_MAX_NUM_SEQS, ladder.peak),
@@ -238,7 +186,7 @@ def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConf
     )  # fmt: skip
 
 
-def _prefill_phase(phase: _Phase, m: Measured, cfg: ProbeConfig) -> None:
+def _prefill_phase(phase: Phase, m: Measured, cfg: ProbeConfig) -> None:
     """TTFT against prompt length and cached share, and a lone stream's decode step, at concurrency 1."""
     cap = cfg.max_context - PREFILL_OUTPUT if cfg.max_context else None
     records = phase.run(prefill_pass(m.passes, m.shape, cap), 1)
@@ -260,7 +208,7 @@ def _prefill_phase(phase: _Phase, m: Measured, cfg: ProbeConfig) -> None:
         raise ProbeError(f"phase prefill: only {len(m.prefill)} calls measured in {phase.log.used_s:.0f} s ({hint})")
 
 
-def _cache_phase(phase: _Phase, m: Measured) -> tuple[int, bool]:
+def _cache_phase(phase: Phase, m: Measured) -> tuple[int, bool]:
     """Host tokens the cache holds, and whether that was measured (else it is a lower bound).
 
     Rounds of a sentinel, 1, 2, 4 ... fills and the sentinel again, until it is gone; then the newest fills of

@@ -22,7 +22,7 @@ from replay.jobs.probe_points import decode_window, ok, peak_decoding, percentil
 from replay.jobs.twin_fit import Coefficients
 
 if TYPE_CHECKING:
-    from replay.jobs.probe import Measured, _Phase
+    from replay.jobs.probe_state import Measured, Phase
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 SATURATION_GAIN = 1.10  # doubling the streams must raise the aggregate decode rate by this much to go on
@@ -60,9 +60,7 @@ def ladder_cost(m: Measured, c: Coefficients, max_concurrency: int) -> float:
     return total
 
 
-def run_ladder(
-    phase: _Phase, m: Measured, kv_tokens: float, max_concurrency: int, log: Callable[[str], None]
-) -> Ladder:
+def run_ladder(phase: Phase, m: Measured, kv_tokens: float, max_concurrency: int, log: Callable[[str], None]) -> Ladder:
     out = Ladder()
     coef, previous_rate, saturated = m.coefficients(), None, False
     phase.log.stopped = "max-concurrency"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.jobs.run_error import RunError
+
 
 def check_sim_options(spec: Any) -> None:
     """RunError naming the ``--sim-*`` option whose value the simulated host would refuse."""
-    from replay.jobs.single_run import RunError
     from replay.sim.dialects import get_dialect
     from replay.sim.faults import FaultSpec
     from replay.sim.profile_file import resolve_profile

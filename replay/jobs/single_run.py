@@ -27,6 +27,7 @@ from replay.jobs.hosts import HostError, ResolvedHost, rate_card_option, resolve
 from replay.jobs.rebuild import rebuild_run
 from replay.jobs.recipes import RecipeFacts, get_recipe, header_block
 from replay.jobs.resume import Previous, ResumeError, check_same, read_previous
+from replay.jobs.run_error import RunError
 from replay.jobs.run_header import build_header
 from replay.jobs.soak_jobs import side_jobs
 from replay.results.prometheus_export import PrometheusSink
@@ -45,10 +46,6 @@ SIM_MODEL = "replay-sim"
 DEFAULT_WINDOW_S = 60.0
 LONG_RUN_S = 600.0  # runs this long or longer get windows unless told otherwise
 DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
-
-
-class RunError(Exception):
-    """A run that cannot start, with a message for the user."""
 
 
 @dataclass(slots=True)
