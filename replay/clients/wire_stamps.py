@@ -130,11 +130,8 @@ class CallStamps:
 
 async def _on_chunk_sent(_session: Any, ctx: SimpleNamespace, _params: Any) -> None:
     stamp = ctx.trace_request_ctx
-    if isinstance(stamp, CallStamps):
-        if stamp.sent is None:
-            stamp.sent = perf_counter()
-    elif isinstance(stamp, list) and not stamp:
-        stamp.append(perf_counter())
+    if isinstance(stamp, CallStamps) and stamp.sent is None:
+        stamp.sent = perf_counter()
 
 
 async def _on_connect_start(_session: Any, ctx: SimpleNamespace, _params: Any) -> None:
