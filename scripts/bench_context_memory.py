@@ -34,9 +34,10 @@ import time
 from pathlib import Path
 
 import orjson
+import peer_stub
+from soak_memory import rss_mb
 
 REPO = Path(__file__).resolve().parents[1]
-STUB_READY = "PEER_STUB_READY port="
 SYSTEM_TOKENS = 400
 TASK_TOKENS = 100
 ANSWER_WORDS = 12
@@ -66,34 +67,6 @@ def write_trajectory(path: Path, index: int, context: int, turns: int) -> None:
             answer = text.filler(f"answer {index} {turn}", ANSWER_WORDS)
             line = {"append": append, "output": {"content": answer}, "output_tokens": 16, "tool_time_s": 0}
             fh.write(orjson.dumps(line) + b"\n")
-
-
-def rss_mb(pid: int) -> float | None:
-    """Resident memory of one process in MiB, None once it has gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
-@contextlib.contextmanager
-def stub_host(args: argparse.Namespace):
-    """The stub host's port while it runs; it stops when this ends (and with its stdin, if we die)."""
-    cmd = [sys.executable, str(REPO / "scripts" / "peer_stub.py"), "--port", "0", "--mode", "timed", "--tokens",
-           str(args.answer_tokens), "--ttft", str(args.ttft), "--itl", "0.005", "--exit-with-stdin"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        if not line.startswith(STUB_READY):
-            raise SystemExit(f"the stub did not start: {line!r}")
-        yield int(line[len(STUB_READY) :])
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def run_client(args: argparse.Namespace, work: Path, port: int) -> dict:
@@ -171,7 +144,8 @@ def main() -> None:
         for i in range(distinct):
             write_trajectory(work / "trajectories" / f"long-{i:03d}.jsonl", i, args.context, args.turns)
         size = sum(p.stat().st_size for p in (work / "trajectories").iterdir())
-        with stub_host(args) as port:
+        stub = ("--mode", "timed", "--tokens", str(args.answer_tokens), "--ttft", str(args.ttft), "--itl", "0.005")
+        with peer_stub.started(*stub) as (_, port):
             res = run_client(args, work, port)
         result = {
             "context_tokens": args.context,

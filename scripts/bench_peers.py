@@ -27,21 +27,19 @@ import datetime
 import json
 import os
 import platform
-import select
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import peer_stub
 import peer_tables
 from peer_clients import LAUNCH, PEERS, READ, Cell, Ctx, install, version
 from peer_measure import run_client, window
-from peer_stub import READY
 
 SCRIPTS = Path(__file__).resolve().parent
 TTFT_S, ITL_S = 0.2, 0.01
@@ -114,33 +112,6 @@ def timeout_for(cell: Cell, target_s: float) -> float:
     return 240 + 20 * target_s
 
 
-@contextlib.contextmanager
-def stub_process(tokens: int):
-    """The stub in its own session; it stops when our end of its stdin closes, and is killed if it does not."""
-    argv = [sys.executable, str(SCRIPTS / "peer_stub.py"), "--port", "0", "--tokens", str(tokens), "--exit-with-stdin"]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        line = proc.stdout.readline() if ready else ""
-        if not line.startswith(READY):
-            raise RuntimeError(f"the stub did not start: {line!r}")
-        yield proc, int(line[len(READY) :])
-    finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def stub_get(port: int, path: str) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as resp:
-        return json.loads(resp.read())
-
-
 def tail(path: Path, lines: int = 4) -> str:
     with contextlib.suppress(OSError):
         return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
@@ -151,12 +122,12 @@ def measure(ctx: Ctx, client: str, cell: Cell, rep: int, work: Path, stub: tuple
     """One client on one cell: run it, then read the stub's log, the sampled CPU and the client's own report."""
     stub_pid, port = stub
     work.mkdir(parents=True, exist_ok=True)
-    stub_get(port, f"/bench/reset?mode={cell.mode}&tokens={cell.tokens}&ttft={TTFT_S}&itl={ITL_S}")
+    peer_stub.control(port, f"/bench/reset?mode={cell.mode}&tokens={cell.tokens}&ttft={TTFT_S}&itl={ITL_S}")
     launch = LAUNCH[client](ctx, cell, work)
     out, err = work / "stdout", work / "stderr"
     limit = timeout_for(cell, target_s)
     done, stub_cpu = run_client(launch.argv, launch.env, str(work), str(out), str(err), limit, also=stub_pid)
-    stats = stub_get(port, "/bench/stats")
+    stats = peer_stub.control(port, "/bench/stats")
     res: dict = {"client": client, "cell": cell.key, **asdict(cell), "rep": rep, "returncode": done.returncode}
     res |= {"wall_s": done.wall_s, "stub_requests": stats["requests"], "stub_tokens": stats["tokens"]}
     res |= {"max_in_flight": stats["max_in_flight"], "max_connections": stats["max_connections"]}
@@ -261,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     rates: dict[tuple[str, str], float] = {}
     total = len(cells) * len(clients) * args.reps
     try:
-        with stub_process(args.tokens) as (stub, port):
+        with peer_stub.started("--tokens", str(args.tokens)) as (stub, port):
             ctx.base_url = f"http://127.0.0.1:{port}"
             log(f"stub on {ctx.base_url}; {total} runs: {len(cells)} cells x {len(clients)} clients x {args.reps}")
             for rep in range(args.reps):

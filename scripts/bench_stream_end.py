@@ -16,11 +16,10 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
+
+import peer_stub
 
 from replay.clients import interpreter
 from replay.clients.client import make_client
@@ -30,16 +29,7 @@ from replay.clients.transport import Transport
 from replay.results.records import RequestRecord
 from replay.workload.trajectory import Message
 
-STUB = Path(__file__).with_name("peer_stub.py")
 MESSAGE = Message(b'{"role":"user","content":"go"}', 5, role="user")
-
-
-def start_stub(tokens: int) -> tuple[subprocess.Popen[str], int]:
-    argv = [sys.executable, str(STUB), "--mode", "timed", "--tokens", str(tokens), "--exit-with-stdin"]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    return proc, int(line.rsplit("=", 1)[1])
 
 
 async def probe(stop: asyncio.Event, gaps: list[float]) -> None:
@@ -48,13 +38,6 @@ async def probe(stop: asyncio.Event, gaps: list[float]) -> None:
         t = time.perf_counter()
         await asyncio.sleep(0.001)
         gaps.append(time.perf_counter() - t - 0.001)
-
-
-def stub_get(port: int, path: str) -> dict:
-    import urllib.request
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
-        return json.loads(resp.read())
 
 
 def truth_errors(recs: list[RequestRecord], stats: dict) -> dict[str, float]:
@@ -73,7 +56,7 @@ async def one_pass(port: int, streams: int, tokens: int) -> dict[str, float]:
     async with Transport(host) as transport:
         client = make_client(host, RequestOptions("stub"), transport)
         await client.warm(streams)
-        stub_get(port, "/bench/reset")
+        peer_stub.control(port, "/bench/reset")
         body = client.render([MESSAGE], tokens, None)
         stop, gaps = asyncio.Event(), []
         watcher = asyncio.create_task(probe(stop, gaps))
@@ -86,7 +69,7 @@ async def one_pass(port: int, streams: int, tokens: int) -> dict[str, float]:
     ok = sum(r.error is None for r in recs)
     return {"stall_max_ms": max(gaps) * 1000, "ttft_err_max_ms": errors[-1] * 1000,
             "ttft_err_p50_ms": errors[len(errors) // 2] * 1000, "ok": ok,
-            **truth_errors(recs, stub_get(port, "/bench/stats"))}  # fmt: skip
+            **truth_errors(recs, peer_stub.control(port, "/bench/stats"))}  # fmt: skip
 
 
 def main() -> None:
@@ -96,16 +79,12 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     budget = interpreter.BUDGET_S
-    proc, port = start_stub(args.tokens)
     results: dict[str, list[dict[str, float]]] = {"inline": [], "sliced": []}
-    try:
+    with peer_stub.started("--mode", "timed", "--tokens", str(args.tokens)) as (_, port):
         for _ in range(args.reps):
             for mode in ("inline", "sliced"):
                 interpreter.BUDGET_S = 1e9 if mode == "inline" else budget  # inline: every queued stream at once
                 results[mode].append(asyncio.run(one_pass(port, args.streams, args.tokens)))
-    finally:
-        proc.kill()
-        proc.wait()
     out = {mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} | {"runs": rows}
            for mode, rows in results.items()}  # fmt: skip
     print(json.dumps({"streams": args.streams, "tokens": args.tokens, **out}, indent=2))

@@ -17,53 +17,22 @@ work included) say how close to that bound it was.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import resource
-import select
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
-from peer_stub import READY  # noqa: E402
+import peer_stub  # noqa: E402
 
 PROMPT_WORDS = 1000
 TRAJECTORIES = 64
-
-
-@contextlib.contextmanager
-def stub(tokens: int) -> Iterator[int]:
-    """The stub in its own session; it stops when our end of its stdin closes (killed if it does not)."""
-    argv = [sys.executable, str(SCRIPTS / "peer_stub.py"), "--port", "0", "--tokens", str(tokens), "--exit-with-stdin"]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        line = proc.stdout.readline() if ready else ""
-        if not line.startswith(READY):
-            raise RuntimeError(f"the stub did not start: {line!r}")
-        yield int(line[len(READY) :])
-    finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def get(port: int, path: str) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as resp:
-        return json.loads(resp.read())
 
 
 def workload(path: Path, tokens: int) -> Path:
@@ -79,7 +48,7 @@ def workload(path: Path, tokens: int) -> Path:
 
 
 def one_run(port: int, traj: Path, out: Path, workers: int, args: argparse.Namespace) -> dict:
-    get(port, f"/bench/reset?mode=whole&tokens={args.tokens}")
+    peer_stub.control(port, f"/bench/reset?mode=whole&tokens={args.tokens}")
     argv = [sys.executable, "-m", "replay", "run", str(traj), "--host", f"http://127.0.0.1:{port}/v1", "--model",
             "stub", "-c", str(args.concurrency), "--duration", str(args.duration), "--tool-time", "none",
             "--workers", str(workers), "--out", str(out), "--json", "-q"]  # fmt: skip
@@ -93,7 +62,7 @@ def one_run(port: int, traj: Path, out: Path, workers: int, args: argparse.Names
     if done.returncode not in (0, 2):
         raise RuntimeError(f"replay run --workers {workers} failed ({done.returncode}): {done.stderr[-2000:]}")
     summary = json.loads(done.stdout)
-    stats = get(port, "/bench/stats")
+    stats = peer_stub.control(port, "/bench/stats")
     win = summary["window"]
     t0 = _start_clock(out)  # the run's t=0 on perf_counter, the stub's clock (CLOCK_MONOTONIC) too
     lo, hi = t0 + win["start_s"], t0 + win["end_s"]
@@ -139,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     rows: list[dict] = []
-    with tempfile.TemporaryDirectory() as tmp, stub(args.tokens) as port:
+    with tempfile.TemporaryDirectory() as tmp, peer_stub.started("--tokens", str(args.tokens)) as (_, port):
         traj = workload(Path(tmp) / "w.jsonl", args.tokens)
         for rep in range(args.reps):
             for w in counts:

@@ -26,9 +26,14 @@ import argparse
 import asyncio
 import contextlib
 import os
+import select
+import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
@@ -336,6 +341,36 @@ async def serve(config: Config, port: int, exit_with_stdin: bool) -> None:
         loop.add_reader(sys.stdin.fileno(), readable)
     async with server:
         await stop
+
+
+@contextlib.contextmanager
+def started(*options: str, timeout_s: float = 30.0) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """This stub as the benchmarks and tests drive it: a process in a session of its own (a terminal's Ctrl-C
+    reaches only the caller) on an ephemeral port of 127.0.0.1, with ``options`` (``--tokens``, ``--mode`` ...).
+    Yields it and its port; it stops when our end of its stdin closes, and is killed if it has not within 10 s."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--port", "0", *options, "--exit-with-stdin"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+        line = proc.stdout.readline() if ready else ""
+        if not line.startswith(READY):
+            raise RuntimeError(f"the stub did not start: {line!r}")
+        yield proc, int(line[len(READY) :])
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def control(port: int, path: str, timeout_s: float = 60.0) -> dict:
+    """One of the stub's own pages (``/bench/reset?...``, ``/bench/stats``), as JSON."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as resp:
+        return orjson.loads(resp.read())
 
 
 def main() -> None:

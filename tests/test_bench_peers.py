@@ -8,7 +8,6 @@ and the raw client counts the same; the window and CPU helpers do what their nam
 from __future__ import annotations
 
 import json
-import select
 import socket
 import subprocess
 import sys
@@ -28,21 +27,8 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture(scope="module")
 def stub() -> Iterator[int]:
-    argv = [sys.executable, str(SCRIPTS / "peer_stub.py"), "--port", "0", "--tokens", "20", "--exit-with-stdin"]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 30)
-        line = proc.stdout.readline() if ready else ""
-        assert line.startswith(peer_stub.READY), line
-        yield int(line[len(peer_stub.READY) :])
-    finally:
-        proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with peer_stub.started("--tokens", "20") as (_, port):
+        yield port
 
 
 class Conn:
