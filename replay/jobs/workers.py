@@ -40,6 +40,7 @@ from replay.jobs.worker_proc import WorkerJob
 from replay.results.records import RequestRecord, RunWriter
 from replay.sessions.closed_loop import LoadConfig, RunStop, print_progress, run_checks
 from replay.sessions.live import LiveState
+from replay.sessions.phases import PhaseMarks
 from replay.sessions.signals import graceful_signals
 from replay.workload.trajectory import Workload
 
@@ -97,24 +98,15 @@ class _Worker:
     footer: dict[str, Any] | None = None
 
 
-@dataclass(slots=True)
-class _Marks:
+class _Marks(PhaseMarks):
     """The run's phase decisions, made here from every worker's records by the single-process rules."""
 
-    writer: RunWriter
-    slots: int
-    auto: bool  # the window opens when every lane's first call is back
-    window_open: bool = True
-    stopping: bool = False  # the stop was passed to the workers: no new work
-    first_call_done: set[int] = field(default_factory=set)
-
-    def mark(self, name: str, t: float | None = None) -> None:
-        self.writer.phase(name, perf_counter() if t is None else t)
-
-    def close_window(self) -> None:
-        if self.window_open:
-            self.window_open = False
-            self.mark("stop")
+    def __init__(self, writer: RunWriter, slots: int, auto: bool) -> None:
+        super().__init__(writer)
+        self.slots = slots
+        self.auto = auto  # the window opens when every lane's first call is back
+        self.stopping = False  # the stop was passed to the workers: no new work
+        self.first_call_done: set[int] = set()
 
     def request(self, rec: RequestRecord) -> None:
         if rec.session not in self.first_call_done:

@@ -22,6 +22,7 @@ from replay.results.records import RequestRecord, RunWriter, TaskRecord
 from replay.sessions.client_monitor import ClientMonitor
 from replay.sessions.lanes import LaneConfig, LaneRuntime
 from replay.sessions.live import LiveState, RichView, progress_view
+from replay.sessions.phases import PhaseMarks
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
 from replay.sessions.session import SessionContext, replay_task
@@ -171,19 +172,9 @@ async def run_load(
     live = LiveState(tasks_total=task_limit, duration_s=load.duration_s)
     first_call_done: set[int] = set()
     started = first_task
-    window_open = True
-
-    def mark(name: str, t: float | None = None) -> None:
-        writer.phase(name, perf_counter() if t is None else t)
-
-    def close_window() -> None:
-        """The stop is called: no new work from here on, so the steady window ends now."""
-        nonlocal window_open
-        if window_open:
-            window_open = False
-            mark("stop")
-            if shard is not None:
-                shard.stopped(asked.reason or "stop")
+    # the stop is called: no new work from here on, so the steady window ends now (a shard tells its parent)
+    marks = PhaseMarks(writer, None if shard is None else lambda: shard.stopped(asked.reason or "stop"))
+    mark, close_window = marks.mark, marks.close_window
 
     def request_done(rec: RequestRecord) -> None:
         writer.request(rec)
@@ -205,7 +196,9 @@ async def run_load(
             shard.stopped(asked.reason or "aborted")
 
     salt = shard.salt if shard is not None else uuid.uuid4().hex[:12] if load.salt_tasks else None
-    lanes = _lane_runtime(load, slots, workload, lambda: window_open and not stop.is_set() and mark("steady_start"))
+    lanes = _lane_runtime(
+        load, slots, workload, lambda: marks.window_open and not stop.is_set() and mark("steady_start")
+    )
     # A run of N tasks is measured whole: every call of them, warm-up and drain included (the window is the run).
     whole = task_limit is not None and load.duration_s is None and load.warmup_s is None and (
         lanes is None or lanes.warmup is None)  # fmt: skip
@@ -269,7 +262,7 @@ async def run_load(
         if whole:
             mark("steady_start", t0)
         if load.warmup_s is not None:
-            asyncio.get_running_loop().call_later(load.warmup_s, lambda: window_open and mark("steady_start"))
+            asyncio.get_running_loop().call_later(load.warmup_s, lambda: marks.window_open and mark("steady_start"))
         side = [asyncio.create_task(ClientMonitor(writer.client).run())]
         if progress:
             side.append(asyncio.create_task(print_progress(live, stop)))

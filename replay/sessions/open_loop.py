@@ -23,6 +23,7 @@ from replay.sessions.arrivals import Arrivals
 from replay.sessions.client_monitor import ClientMonitor
 from replay.sessions.closed_loop import LoadConfig, RunStop, _drain, _until_stop, print_progress, run_checks, task_order
 from replay.sessions.live import LiveState
+from replay.sessions.phases import PhaseMarks
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.session import SessionContext, replay_task
 from replay.sessions.signals import graceful_signals
@@ -69,16 +70,8 @@ async def run_open_loop(
     asked = RunStop(load.drain_timeout_s)
     live = LiveState(tasks_total=limit, duration_s=load.duration_s)
     backlog = _Backlog()
-    window_open = True
-
-    def mark(name: str, t: float | None = None) -> None:
-        writer.phase(name, perf_counter() if t is None else t)
-
-    def close_window() -> None:
-        nonlocal window_open
-        if window_open:
-            window_open = False
-            mark("stop")
+    marks = PhaseMarks(writer)
+    mark, close_window = marks.mark, marks.close_window
 
     def request_done(rec: RequestRecord) -> None:
         writer.request(rec)
