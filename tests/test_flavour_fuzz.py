@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from replay.clients.client import FLAVOURS
 from replay.clients.flavour import RequestOptions
-from replay.clients.stream import interpret
+from replay.clients.sse import parse_block
+from replay.clients.stream import ANSWER, NONE, StreamState, interpret, templated
 
 settings.register_profile("suite", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -171,6 +172,74 @@ def test_a_long_answer_is_read_as_decoding_every_event_does(api, plain, odd, mut
     if per_read and api in ("chat", "completions"):
         reads.append(b"data: [DONE]\n\n")
     _read_as_a_full_decode(api, reads)
+
+
+# Texts as a model writes them, then JSON-escaped: quotes, backslashes, newlines, braces, keys the scans look for.
+texts = st.lists(st.sampled_from(['a', ' ', '"', '\\', '\n', '{', '}', ':', ',', '"content":"', 'reasoning', 'é',
+                                   '\u2028', '\x01', '\\"']), max_size=6).map("".join)  # fmt: skip
+# Raw bytes a broken host might put anywhere in a stream (none makes an invalid escape, which no path checks).
+edits = st.sampled_from([b'"', b"\n", b"\n\n", b"{", b"}", b":", b",", b'\\"', b"\\\\", b'":{', b"data: ", b"\t",
+                         b"\xc3"])  # fmt: skip
+
+
+def _with_text(obj: object, text: str) -> object:
+    """A template delta with ``text`` in place of its ``"x"``."""
+    return json.loads(json.dumps(obj).replace('"x"', json.dumps(text)))
+
+
+def _deltas(api: str, words: list[str], plain: int, utf8: bool = False) -> list[bytes]:
+    """Plain deltas with these texts; ``utf8``: non-ASCII text written raw, as most hosts do, not ``\\u`` escaped."""
+    templates = _templates(api)
+    obj, name = next(t for t in templates if "delta" in json.dumps(t[0]) or "text" in json.dumps(t[0]))
+    blocks = [encode(_with_text(obj, words[i % len(words)]), name) for i in range(plain)]
+    return [b.replace(b"\\u00e9", "é".encode()) for b in blocks] if utf8 else blocks
+
+
+@given(
+    api=st.sampled_from(sorted(FLAVOURS)),
+    words=st.lists(texts, min_size=1, max_size=40),
+    plain=st.integers(2, 120),
+    per_read=st.sampled_from([0, 1, 2]),
+)
+def test_deltas_with_any_text_are_read_as_decoding_every_event_does(api, words, plain, per_read) -> None:
+    """The framing-template count (``stream.templated``) on answers whose texts hold anything a JSON string can."""
+    templates = _templates(api)
+    blocks = [encode(*templates[0]), *_deltas(api, words, plain), *(encode(*t) for t in templates[1:])]
+    if api in ("chat", "completions"):
+        blocks.append(b"data: [DONE]\n\n")
+    reads = [b"".join(blocks)] if not per_read else [b"".join(blocks[i : i + per_read])
+                                                     for i in range(0, len(blocks), per_read)]  # fmt: skip
+    _read_as_a_full_decode(api, reads)
+
+
+@given(
+    api=st.sampled_from(sorted(FLAVOURS)),
+    words=st.lists(texts, min_size=1, max_size=10),
+    plain=st.integers(1, 40),
+    damage=st.lists(st.tuples(st.integers(0, 100_000), edits), min_size=1, max_size=3),
+    utf8=st.booleans(),
+)
+def test_the_template_count_never_takes_a_damaged_region_for_plain_deltas(api, words, plain, damage, utf8) -> None:
+    """Raw bytes inserted anywhere in a run of plain deltas (in a text, in the framing, at a boundary): the template
+    count either declines, or every event of the region decodes as a plain delta and the count is theirs."""
+    flavour = FLAVOURS[api](RequestOptions(model="m"))
+    region = b"".join(_deltas(api, words, plain, utf8))[:-2]  # a region as the framing gives it: no closing blank line
+    for at, edit in damage:
+        at %= len(region)
+        region = region[:at] + edit + region[at:]
+    counted = templated(region, flavour)
+    if counted is None:
+        return
+    answers, blocks = 0, region.split(b"\n\n")
+    for block in blocks:
+        parsed = parse_block(block)
+        assert parsed is not None, block
+        state = StreamState()
+        kind = flavour.decode(state, *parsed)
+        assert state.malformed is None and state.error is None and not state.usage_parts, block
+        assert kind in (ANSWER, NONE), block  # an empty text is NONE, as the count discounts it
+        answers += kind == ANSWER
+    assert counted == (len(blocks), answers)
 
 
 def _read_as_a_full_decode(api: str, reads: list[bytes]) -> None:

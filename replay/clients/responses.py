@@ -123,19 +123,22 @@ class ResponsesFlavour(Flavour):
     EMPTY_DELTA = b'"delta":""'
 
     def plain_tokens(self, region: bytes) -> int | None:
-        """Every event an output-text delta: one ``type`` key each, that type, one string ``delta``."""
+        """Every event an output-text delta: one ``type`` key each (whatever its value: a list may hide another),
+        that type, one string ``delta``."""
         if _TEXT not in region or b'"error"' in region or b'":{' in region or b"[{" in region:  # objects: decode
             return None
         events = region.count(b"\n\n") + 1
         if not (
             region.count(_TEXT) == region.count(b'"type":"') == region.count(b'"delta":"') == events
-            and region.count(b'"delta":') == region.count(b"data: ") == events
+            and region.count(b'"delta":') == region.count(b'"type":') == region.count(b"data: ") == events
         ):
             return None
         return events - region.count(self.EMPTY_DELTA)
 
     def scan(self, name: bytes | None, data: bytes) -> int | None:
-        if b'"error"' in data or b": " in data or data.count(b'"type":"') != 1 or data.count(b'"delta":') != 1:
+        if b'"error"' in data or b": " in data or b'":{' in data or b"[{" in data:  # objects (a nested type?)
+            return None
+        if data.count(b'"type":"') != 1 or data.count(b'"type":') != 1 or data.count(b'"delta":') != 1:
             return None
         if b'"delta":"' not in data:
             return None
