@@ -19,7 +19,7 @@ from time import perf_counter
 
 from replay.clients.stream import StreamState
 
-STEP_BYTES = 16 << 10
+STEP_BYTES = 64 << 10
 BUDGET_S = 0.001
 
 
