@@ -80,18 +80,18 @@ class StreamState:
         if self.first_answer is None:
             self.first_answer = times[0]
         self.last_token = times[-1]
-        dts = (np.rint((np.asarray(times) - t_sent) * 1e6) / 1e6).tolist()  # (``round(x, 6)`` is 8x slower)
+        dts = np.rint((np.asarray(times) - t_sent) * 1e6) / 1e6  # (``round(x, 6)`` is 8x slower)
+        starts = np.flatnonzero(np.diff(dts, prepend=np.nan) != 0)  # reads within one µs share a chunk
+        counts = np.diff(starts, append=dts.size).tolist()
+        values = dts[starts].tolist()
         ch = self.chunks
-        if len(set(dts)) == len(dts) and not (ch and ch[-2] == dts[0]):  # no two reads share a time: no merging
-            flat: list[float] = [1] * (2 * len(dts))  # type: ignore[list-item]
-            flat[0::2] = dts
-            ch += flat
-            return
-        for dt in dts:
-            if ch and ch[-2] == dt:
-                ch[-1] += 1
-            else:
-                ch += (dt, 1)
+        if ch and ch[-2] == values[0]:
+            ch[-1] += counts[0]
+            values, counts = values[1:], counts[1:]
+        flat: list[float] = [0.0] * (2 * len(values))
+        flat[0::2] = values
+        flat[1::2] = counts
+        ch += flat
 
     def bad(self, problem: str, data: bytes | str = b"") -> None:
         """Note the first thing that could not be understood (the call then fails as ``malformed_stream``)."""
@@ -206,14 +206,14 @@ def _one_per_read(
     as many as its reads, holds one per read. Returns where it stopped: the framing state is clean there (the
     read before ended an event), so ``_framed`` takes over from that read."""
     empty = reader.EMPTY_DELTA
+    ends = np.cumsum(np.fromiter(map(len, reads[lo:hi]), np.int64, hi - lo))  # each read's end, from ``lo``'s start
+    first = lo
     while lo < hi:
-        end, size = lo, 0
-        while end < hi and size < step_bytes:
-            size += len(reads[end])
-            end += 1
+        base = int(ends[lo - first - 1]) if lo > first else 0
+        end = min(hi, first + int(np.searchsorted(ends, base + step_bytes)) + 1)  # about ``step_bytes`` of reads
         part = reads[lo:end]
         joined = b"".join(part)
-        if b"\r" in joined or not _each_ends_an_event(joined, part):
+        if b"\r" in joined or not _each_ends_an_event(joined, ends[lo - first : end - first] - base):
             return lo
         counted = plain_events(reader, joined[:-2])
         if counted is None or counted[0] != end - lo:
@@ -227,9 +227,8 @@ def _one_per_read(
     return lo
 
 
-def _each_ends_an_event(joined: bytes, reads: Sequence[bytes]) -> bool:
-    """Whether every read ends with a blank line (in one vectorised look at the joined bytes)."""
-    ends = np.cumsum(np.fromiter(map(len, reads), np.int64, len(reads)))
+def _each_ends_an_event(joined: bytes, ends: np.ndarray) -> bool:
+    """Whether every read (``ends``: where each ends in ``joined``) ends with a blank line, in one vectorised look."""
     if ends.size == 0 or ends[0] < 2 or (np.diff(ends) < 2).any():
         return False
     a = np.frombuffer(joined, np.uint8)

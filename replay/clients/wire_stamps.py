@@ -7,13 +7,13 @@ opening a connection. ``trace_config()`` stamps the moment the first body chunk 
 through aiohttp's public tracing hooks; a call's clock (``t_sent``) starts there, and the wait before it is
 kept apart as the client's own (``t_call`` .. ``t_sent``).
 
-Receiving: when many streams receive a token at once, the event loop first hands every socket's bytes to its
-stream reader, then resumes the reading tasks one after another; a stamp taken in the task is late by the
-time the loop spent on the tasks before it. ``StreamReader.feed_data`` runs in the first phase, so the hook
-installed by ``install()`` keeps each piece of the body with its arrival time there: one ``perf_counter()``
-and two appends per network read. The reading task then needs to wake only once, at the end of the stream
-(``OpenAIChatClient``), instead of once per read. The capture is trusted only if it accounts for every byte
-the reader received; otherwise the client reads the stream itself (older or newer aiohttp, or anything
+Receiving: when many streams receive a token at once, the event loop first hands every socket's bytes to its stream
+reader, then resumes the reading tasks one after another; a stamp taken in the task is late by the time the loop
+spent on the tasks before it. ``StreamReader.feed_data`` runs in the first phase, so the hook installed by
+``install()`` keeps each piece of the body with its arrival time there: one ``perf_counter()`` and two appends per
+network read (once the call waits for the body's end, the piece goes nowhere else). The reading task then needs to
+wake only once, at the end of the stream, instead of once per read. The capture is trusted only if it accounts for
+every byte the reader received; otherwise the client reads the stream itself (older or newer aiohttp, or anything
 unexpected).
 """
 
@@ -34,7 +34,7 @@ class ResponseTooLarge(Exception):
 class Capture:
     """The body of one response as it arrived: pieces, their arrival times, and the bytes they hold."""
 
-    __slots__ = ("limit", "over", "reads", "times", "total")
+    __slots__ = ("limit", "over", "reads", "sole", "times", "total")
 
     def __init__(self) -> None:
         self.reads: list[bytes] = []
@@ -42,6 +42,7 @@ class Capture:
         self.total = 0
         self.limit = _PRE_WATCH_LIMIT
         self.over = False  # the body passed ``limit``: later bytes are dropped unread
+        self.sole = False  # the capture is the body's only reader (``watch``): aiohttp's buffer is skipped
 
 
 # Before a call names its limit (``watch``) only what came with the headers is captured: never the limit's business.
@@ -63,6 +64,16 @@ def install() -> None:
             t = perf_counter()
             key = id(self)
             cap = _CAPTURES.get(key)
+            if cap is not None and cap.sole and not cap.over and cap.total == self.total_bytes:
+                n = len(data)  # the caller only waits for the end: the bytes need not enter aiohttp's buffer too
+                if cap.total + n > cap.limit:
+                    _cut(self, cap)
+                    return None
+                cap.reads.append(data)
+                cap.times.append(t)
+                cap.total += n
+                self.total_bytes += n
+                return False
             if cap is None or (cap.total != self.total_bytes and not cap.over):  # a new reader, or a stale id reused
                 cap = _CAPTURES[key] = Capture()
             if cap.over:
@@ -85,13 +96,16 @@ def _cut(reader: Any, cap: Capture) -> None:
 
 
 def watch(reader: Any, limit: int) -> None:
-    """Cut the body of ``reader`` once it passes ``limit`` bytes: its reader then raises ResponseTooLarge."""
+    """Cut the body of ``reader`` once it passes ``limit`` bytes: its reader then raises ResponseTooLarge. The caller
+    will only wait for the body's end (``wait_eof``) and ``take`` it, so from here on its bytes go to the capture
+    alone: aiohttp's own buffer, which nobody reads, no longer holds them too (nor costs a call per read)."""
     cap = _CAPTURES.get(id(reader))
     if cap is None or cap.total != getattr(reader, "total_bytes", -1):
         if getattr(reader, "total_bytes", 0):
             return  # the hook missed bytes: the capture will not be trusted, and the client reads (and cuts) itself
         cap = _CAPTURES[id(reader)] = Capture()
     cap.limit = limit
+    cap.sole = True
     if cap.total > limit:
         _cut(reader, cap)
 

@@ -169,6 +169,10 @@ class Accumulator:
         ch = r.chunks
         if ch:
             scale = token_scale(r)
+            key = token_key(r.t_sent + ch[0])
+            if scale == 1.0 and token_key(r.t_sent + ch[-2]) == key:  # keys never decrease in time: all share it
+                self.tokens.setdefault(key, [0.0, 0.0, 0.0])[2] += sum(ch[1::2])  # (whole counts: the same sum)
+                return
             for i in range(0, len(ch), 2):
                 self.tokens.setdefault(token_key(r.t_sent + ch[i]), [0.0, 0.0, 0.0])[2] += ch[i + 1] * scale
 
