@@ -88,6 +88,14 @@ def install() -> None:
 
     feed_data._replay_capture = True  # type: ignore[attr-defined]
     cls.feed_data = feed_data  # type: ignore[method-assign]
+    end_chunk = cls.end_http_chunk_receiving
+
+    def end_http_chunk_receiving(self: Any) -> None:
+        cap = _CAPTURES.get(id(self))
+        if cap is None or not cap.sole:  # (the chunk boundaries are for readers of aiohttp's buffer)
+            end_chunk(self)
+
+    cls.end_http_chunk_receiving = end_http_chunk_receiving  # type: ignore[method-assign]
 
 
 def _cut(reader: Any, cap: Capture) -> None:
