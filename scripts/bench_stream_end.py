@@ -5,7 +5,8 @@ every 10 ms, each in its own write), sends N requests at once through replay's o
 within a few ms of each other), and measures on the client's loop: the longest gap of a 1 ms probe (the loop's
 stall), and each call's TTFT minus the stub's 200 ms (the error, counted over every request). Alternates between
 reading finished streams on the loop at once (``inline``, as before issue 14) and a slice at a time
-(``interpreter``), repeats, and prints medians.
+(``interpreter``), repeats, and prints medians. Each pass runs on replay's own event loop (``replay.event_loop.run``:
+uvloop, the start-up heap frozen out of the collector), as ``replay run`` does.
 
     python scripts/bench_stream_end.py [--streams 256] [--tokens 200] [--reps 3]
 """
@@ -21,6 +22,7 @@ import uuid
 
 import peer_stub
 
+from replay import event_loop
 from replay.clients import interpreter
 from replay.clients.client import make_client
 from replay.clients.flavour import RequestOptions
@@ -84,7 +86,7 @@ def main() -> None:
         for _ in range(args.reps):
             for mode in ("inline", "sliced"):
                 interpreter.BUDGET_S = 1e9 if mode == "inline" else budget  # inline: every queued stream at once
-                results[mode].append(asyncio.run(one_pass(port, args.streams, args.tokens)))
+                results[mode].append(event_loop.run(one_pass(port, args.streams, args.tokens)))
     out = {mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} | {"runs": rows}
            for mode, rows in results.items()}  # fmt: skip
     print(json.dumps({"streams": args.streams, "tokens": args.tokens, **out}, indent=2))
