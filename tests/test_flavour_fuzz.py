@@ -252,3 +252,27 @@ def _read_as_a_full_decode(api: str, reads: list[bytes]) -> None:
         slow.events, slow.first_token, slow.first_answer, slow.last_token, slow.chunks)  # fmt: skip
     assert (fast.malformed is None, fast.error, fast.ended, fast.usage) == (
         slow.malformed is None, slow.error, slow.ended, slow.usage)  # fmt: skip
+
+
+@given(
+    start=st.floats(0, 1e4),
+    steps=st.lists(st.sampled_from([0.0, 1e-7, 4e-7, 1e-6, 1.5e-6, 1e-3, 0.01]), min_size=1, max_size=60),
+    before=st.lists(st.tuples(st.floats(0, 1e-3), st.integers(1, 3)), max_size=3),
+)
+def test_reads_added_at_once_are_the_reads_added_one_by_one(start, steps, before) -> None:
+    """``StreamState.add_reads`` (one event per read, rounded and merged in bulk) against ``add`` read by read,
+    after some reads already added, with reads closer together than the µs the times are rounded to."""
+    times, t = [], start + 0.5
+    for step in steps:
+        t += step
+        times.append(t)
+    bulk, single = StreamState(), StreamState()
+    for dt, n in before:
+        for state in (bulk, single):
+            state.add(start + dt, start, n, True)
+    bulk.add_reads(times, start)
+    for t in times:
+        single.add(t, start, 1, True)
+    assert (bulk.events, bulk.first_token, bulk.first_answer, bulk.last_token, bulk.chunks) == (
+        single.events, single.first_token, single.first_answer, single.last_token, single.chunks)  # fmt: skip
+    assert all(type(n) is int for n in bulk.chunks[1::2])  # counts stay whole numbers in the record

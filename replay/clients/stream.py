@@ -2,8 +2,8 @@
 
 The per-read path kept a timestamp and the bytes of each read. Here, after the stream closed, the bytes are framed
 into events (``sse.regions``) and each flavour classifies them: a region whose events are all plain token deltas is
-counted with a few byte counts (``templated``, which needs the events to share their framing as one host writes them,
-else ``StreamReader.plain_tokens``); other events get a byte scan (``scan``), and only
+counted with a few byte counts (``templated``, when the events share their framing as one host writes them, else
+``StreamReader.plain_tokens``); other events get a byte scan (``scan``), and only
 those that carry a figure or look unusual are decoded (``decode``). Whatever the bytes, this never raises: an event a
 flavour cannot understand marks the stream ``malformed``, and a flavour's own bug is caught here and reported the
 same way, so a call always ends as one classified record.
@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.clients import delta_template
 from replay.clients.sse import parse_block, regions, split_region
 from replay.clients.usage import Usage, excerpt
 
@@ -30,7 +31,6 @@ BIG_EVENT = 1 << 20
 # A region this short is classified event by event; a longer one that fails the byte count is cut (``_region``).
 SPLIT_BYTES = 2048
 PEEL_LAST = 3  # a stream's last events: the finish reason, the usage, ``[DONE]``
-NUMPY_BYTES = 4096  # shorter regions are counted with bytes.count (numpy's fixed cost is a few µs)
 MIN_RUN = 8  # reads of token deltas at least, for ``_one_per_read``
 BATCH_REGIONS = 64  # regions (reads) classified together by ``_batch``
 
@@ -213,7 +213,7 @@ def _one_per_read(
         end = min(hi, first + int(np.searchsorted(ends, base + step_bytes)) + 1)  # about ``step_bytes`` of reads
         part = reads[lo:end]
         joined = b"".join(part)
-        if b"\r" in joined or not _each_ends_an_event(joined, ends[lo - first : end - first] - base):
+        if b"\r" in joined or not delta_template.each_ends_an_event(joined, ends[lo - first : end - first] - base):
             return lo
         counted = plain_events(reader, joined[:-2])
         if counted is None or counted[0] != end - lo:
@@ -225,14 +225,6 @@ def _one_per_read(
         lo = end
         yield st
     return lo
-
-
-def _each_ends_an_event(joined: bytes, ends: np.ndarray) -> bool:
-    """Whether every read (``ends``: where each ends in ``joined``) ends with a blank line, in one vectorised look."""
-    if ends.size == 0 or ends[0] < 2 or (np.diff(ends) < 2).any():
-        return False
-    a = np.frombuffer(joined, np.uint8)
-    return bool((a[ends - 1] == 10).all() and (a[ends - 2] == 10).all())
 
 
 def plain_count(reader: StreamReader, region: bytes) -> int | None:
@@ -258,44 +250,19 @@ FIRST_NOT_PLAIN = (-1, -1)  # ``templated``: the region's first event is no plai
 
 
 def templated(region: bytes, reader: StreamReader) -> tuple[int, int] | None:
-    """(events, tokens) in ``region`` when its events are copies of its first event (a plain delta, as both the
-    flavour's ``plain_tokens`` and its full decode judge it) that differ only in their text, else None. A host
-    writes every delta of a stream with the same framing, so this costs a few passes over the region where the
-    flavour's own count (``plain_tokens``) needs a dozen. The first event splits into the framing before the text
-    (``head``, ending with the text's key) and after it (``tail``, from its closing quote); every event boundary
-    must then be ``tail``, a blank line and ``head``, and every quote and newline must be the framing's: a text
-    holds only escaped quotes and no raw newline, so no event can hide another field or event in its text, and each
-    text must be a JSON string as it stands (``_quotes_and_newlines``). ``FIRST_NOT_PLAIN`` when the first event is
-    no plain delta (nor then the region)."""
+    """(events, tokens) in ``region`` when its events are copies of its first event, a plain delta (as both the
+    flavour's ``plain_tokens`` and its full decode judge it), that differ only in their text, else None
+    (``delta_template``: a few vectorised passes where the flavour's own count needs a dozen). ``FIRST_NOT_PLAIN``
+    when the first event is no plain delta (nor then the region)."""
     key = reader.EMPTY_DELTA[:-1]  # type: ignore[index]
     first_end = region.find(b"\n\n")
     if first_end < 0:
         return None  # one event: the flavour's own count is as cheap
     first = region[:first_end]
-    at = first.find(key)
-    if at < 0:
+    split = delta_template.split(first, key)
+    if split is None or not _plain_framing(reader, first, *split):
         return FIRST_NOT_PLAIN
-    head_end = at + len(key)
-    close = first.find(b'"', head_end)
-    while close > 0 and _escaped(first, close):  # an escaped quote inside the text
-        close = first.find(b'"', close + 1)
-    if close < 0:
-        return FIRST_NOT_PLAIN
-    head, tail = first[:head_end], first[close:]
-    if not _plain_framing(reader, first, head, tail, close > head_end):
-        return FIRST_NOT_PLAIN
-    if key in tail or not region.endswith(tail):
-        return None
-    counts, framing = _quotes_and_newlines(region), (_quotes_and_newlines(head), _quotes_and_newlines(tail))
-    if counts is None or None in framing or _escapes_a_tail(region, tail):
-        return None
-    events = region.count(tail + b"\n\n" + head) + 1
-    (quotes, newlines, escaped), ((head_q, head_n, head_e), (tail_q, tail_n, tail_e)) = counts, framing
-    if newlines != 2 * (events - 1) + events * (head_n + tail_n):
-        return None
-    if quotes - events * (head_q + tail_q) != escaped - events * (head_e + tail_e):  # the texts' quotes: all escaped
-        return None
-    return events, events - region.count(head + b'"')
+    return delta_template.copies(region, key, split[0], split[1])
 
 
 def _plain_framing(reader: StreamReader, first: bytes, head: bytes, tail: bytes, has_text: bool) -> bool:
@@ -325,69 +292,6 @@ def _plain_event(reader: StreamReader, event: bytes, has_text: bool) -> bool:
     kind = reader.decode(st, *parsed)
     figures = (st.malformed, st.error, st.finish_reason, st.timings, st.ended, st.usage_parts)
     return kind == (ANSWER if has_text else NONE) and figures == (None, None, None, None, False, [])
-
-
-def _escapes_a_tail(region: bytes, tail: bytes) -> bool:
-    """Whether a text ends in an escaping backslash, so the quote that opens the framing after it is escaped (the
-    count of quotes would not see it). Texts ending in a backslash are rare: they are looked at one by one."""
-    at = region.find(b"\\" + tail)
-    while at >= 0:
-        if _escaped(region, at + 1):
-            return True
-        at = region.find(b"\\" + tail, at + 1)
-    return False
-
-
-def _escaped(data: bytes, at: int) -> bool:
-    """Whether the byte at ``at`` is escaped: an odd run of backslashes before it."""
-    run = 0
-    while at - run - 1 >= 0 and data[at - run - 1] == 92:
-        run += 1
-    return run % 2 == 1
-
-
-def _quotes_and_newlines(region: bytes) -> tuple[int, int, int] | None:
-    """(quotes, newlines, escaped quotes) in ``region``, or None when a text could not be a JSON string as it stands:
-    an escape JSON does not have, a raw control character, bytes that are not UTF-8. A short region without a
-    backslash is counted with ``bytes.count``; others with vectorised compares (a third of the cost of
-    ``bytes.count`` on a whole answer), where a run of backslashes escapes in pairs (``\\\\`` is one escape)."""
-    if len(region) < NUMPY_BYTES and b"\\" not in region:
-        if region.translate(None, _CONTROLS) != region or (not region.isascii() and not _utf8(region)):
-            return None
-        return region.count(b'"'), region.count(b"\n"), 0
-    a = np.frombuffer(region, np.uint8)
-    newlines = int(np.count_nonzero(a == 10))
-    if int(np.count_nonzero(a < 32)) != newlines or (not region.isascii() and not _utf8(region)):
-        return None
-    escaped = 0
-    slashes = np.flatnonzero(a == 92)
-    if slashes.size:
-        order = np.arange(slashes.size)
-        run_start = np.maximum.accumulate(np.where(np.diff(slashes, prepend=-2) != 1, order, 0))
-        escapes = slashes[(order - run_start) % 2 == 0]  # the backslashes that escape the byte after them
-        if escapes[-1] == a.size - 1:
-            return None
-        after = a[escapes + 1]
-        hex_at = escapes[after == 117][:, None] + np.arange(2, 6)  # \uXXXX
-        if not _ESCAPES[after].all() or (hex_at.size and (hex_at[-1, -1] >= a.size or not _HEX[a[hex_at]].all())):
-            return None
-        escaped = int(np.count_nonzero(after == 34))
-    return int(np.count_nonzero(a == 34)), newlines, escaped
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-_CONTROLS = bytes(c for c in range(32) if c != 10)
-_ESCAPES = np.zeros(256, bool)
-_ESCAPES[list(b'"\\/bfnrtu')] = True
-_HEX = np.zeros(256, bool)
-_HEX[list(b"0123456789abcdefABCDEF")] = True
 
 
 def _batch(reader: StreamReader, st: StreamState, batch: list[tuple[bytes, float]], t_sent: float) -> None:

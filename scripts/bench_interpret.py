@@ -1,0 +1,66 @@
+"""CPU to read one finished 500-token chat stream into figures (``replay.clients.stream.interpret``), in-process.
+
+Two shapes of the same answer, as vLLM writes it (role, 500 one-token deltas, finish reason, usage, ``[DONE]``):
+``whole`` (all of it in one read) and ``event`` (one event per read, each with its own time). Prints the best of
+``--reps`` runs per shape, in µs per answer and ns per token. No network, no host: the read step alone, so two
+commits can be compared side by side (run it in each checkout).
+
+    python scripts/bench_interpret.py [--reps 200] [--tokens 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import orjson
+
+from replay.clients.chat import ChatFlavour
+from replay.clients.flavour import RequestOptions
+from replay.clients.stream import interpret
+
+HEAD = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1733000000, "model": "stub"}
+
+
+def event(choices: list[dict], **extra: object) -> bytes:
+    return b"data: " + orjson.dumps({**HEAD, "choices": choices, **extra}) + b"\n\n"
+
+
+def answer(tokens: int) -> list[bytes]:
+    """The events of one answer, one per read."""
+    delta = event([{"index": 0, "delta": {"content": " the"}, "finish_reason": None}])
+    return [
+        event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]),
+        *[delta] * tokens,
+        event([{"index": 0, "delta": {}, "finish_reason": "length"}]),
+        event([], usage={"prompt_tokens": 1000, "completion_tokens": tokens, "total_tokens": 1000 + tokens}),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def best_of(reps: int, flavour: ChatFlavour, reads: list[bytes], times: list[float]) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        interpret(flavour, reads, times, 0.5)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--tokens", type=int, default=500)
+    args = ap.parse_args()
+    flavour = ChatFlavour(RequestOptions(model="m"))
+    reads = answer(args.tokens)
+    shapes = {"whole": ([b"".join(reads)], [1.0]), "event": (reads, [1.0 + i * 1e-5 for i in range(len(reads))])}
+    for name, (rs, ts) in shapes.items():
+        state = interpret(flavour, rs, ts, 0.5)
+        assert state.events == args.tokens and state.malformed is None, (name, state.events, state.malformed)
+        best = best_of(args.reps, flavour, rs, ts)
+        print(f"{name}: {best * 1e6:.0f} µs per {args.tokens}-token answer, {best / args.tokens * 1e9:.0f} ns/token")
+
+
+if __name__ == "__main__":
+    main()
