@@ -12,13 +12,19 @@ in ``unpriced``). A host-reported cost (OpenRouter ``usage.cost``) is summed bes
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from replay.results.rate_cards import RATE_CARDS
 from replay.results.records import RequestRecord
 
-if TYPE_CHECKING:
-    from replay.results.host_tally import HostTally
+
+class CostTally(Protocol):
+    """What ``run_cost`` reads of a run's tally (``host_tally.HostTally``, which prices calls with this module)."""
+
+    reported: list[int]  # host-reported pico-USD, requests that reported one
+    cost: list[int]  # pico-USD, tokens priced, requests priced, requests not priced
+    task_usd: dict[int, int]
+
 
 PICO = 10**12  # a tally sums cost in whole pico-dollars (exact in any order)
 RATES = ("input", "cached_input", "cache_write", "output")
@@ -91,7 +97,7 @@ def request_cost(card: dict[str, Any], rec: RequestRecord) -> float | None:
     return usd / 1e6 * float(card.get("markup") or 1.0)
 
 
-def run_cost(t: HostTally, complete: dict[int, bool], card: dict[str, Any] | None) -> dict[str, Any]:
+def run_cost(t: CostTally, complete: dict[int, bool], card: dict[str, Any] | None) -> dict[str, Any]:
     """The run's cost figures from its tally, priced as it was gathered with ``card`` (the header's): every figure
     null without a card; a host-reported cost is summed regardless. ``complete``: the tasks that ended complete."""
     reported_usd, reported_n = t.reported

@@ -11,16 +11,26 @@ Cerebras the same with a window suffix (``-requests-day``, ``-tokens-minute``), 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from replay.results.host_tally import HostTally
+    from replay.results.histogram import Histogram
 
 US = 1_000_000
 
 _OPENAI = re.compile(r"^x-ratelimit-(limit|remaining|reset)(?:-([a-z-]+))?$")
 _ANTHROPIC = re.compile(r"^anthropic-ratelimit-([a-z-]+)-(limit|remaining|reset)$")
 PROVIDER_LIMITS = ("context_overflow", "request_too_large", "quota_exhausted", "tier_limit")
+
+
+class SignalTally(Protocol):
+    """What the figures here read of a run's tally (``host_tally.HostTally``, which parses headers with this
+    module's helpers)."""
+
+    limits: dict[str, list[Any]]  # bucket -> [limit, lowest remaining, last reset, requests]
+    conn: list[int]  # new, reused
+    connect: Histogram  # µs to open a new connection
+    sized: list[int]  # requests with a reported prompt, those over a tier's uncached limit
 
 
 def bucket_field(name: str) -> tuple[str, str] | None:
@@ -39,14 +49,14 @@ def parse_int(value: str) -> int | None:
         return None
 
 
-def rate_limits(t: HostTally) -> dict[str, dict[str, Any]]:
+def rate_limits(t: SignalTally) -> dict[str, dict[str, Any]]:
     """Per bucket (``requests``, ``tokens``, ``requests-day``, ``input-tokens``, ...): limit, lowest remaining, last
     reset, and how many calls reported it ({} when the host sends no rate-limit headers)."""
     return {b: {"limit": limit, "remaining_min": low, "reset_last": reset, "requests": n}
             for b, (limit, low, reset, n) in t.limits.items()}  # fmt: skip
 
 
-def connections(t: HostTally) -> dict[str, Any]:
+def connections(t: SignalTally) -> dict[str, Any]:
     """How many calls opened a new connection and what that took (outside TTFT: before the bytes were sent)."""
     new, reused = t.conn
     h = t.connect
@@ -68,7 +78,7 @@ def provider_limits(errors_by_class: dict[str, int]) -> dict[str, int]:
     return {k: errors_by_class[k] for k in PROVIDER_LIMITS if errors_by_class.get(k)}
 
 
-def tier_checks(header: dict[str, Any], t: HostTally) -> dict[str, Any]:
+def tier_checks(header: dict[str, Any], t: SignalTally) -> dict[str, Any]:
     """Calls that a tier's documented limit would refuse, where the run asked for that tier: Groq's Performance
     tier needs the uncached context below 8,192 tokens (issue 11; the wording of its refusal is unverified)."""
     host = header.get("host") or {}

@@ -15,20 +15,25 @@ separated while meaning nothing); else it reports one mode.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from replay.results.records import RequestRecord
-
-if TYPE_CHECKING:
-    from replay.results.host_tally import HostTally
 
 MIN_SHARE = 0.05
 MIN_CALLS = 3
 MIN_SEPARATION = 2.0
 MIN_RATIO = 1.4
 SPEED_BINS_PER_E = 400  # log-speed bins per unit of log speed: a bin's centre is within 0.125 % of its calls
+
+
+class RouteTally(Protocol):
+    """What the figures here read of a run's tally (``host_tally.HostTally``, which bins calls with this module)."""
+
+    routes: dict[str, int]  # successful requests per served route
+    tiers: dict[str, int]  # successful requests per answered service tier
+    speeds: dict[int, dict[str, int]]  # log-speed bin -> {route ("" when none): calls}
 
 
 def route_of(r: RequestRecord) -> str | None:
@@ -41,12 +46,12 @@ def _shares(counts: dict[str, int]) -> dict[str, float]:
     return {k: v / total for k, v in sorted(counts.items(), key=lambda kv: -kv[1])} if total else {}
 
 
-def route_shares(t: HostTally) -> dict[str, float]:
+def route_shares(t: RouteTally) -> dict[str, float]:
     """The share of successful calls per served route ({} when the host names none)."""
     return _shares(t.routes)
 
 
-def tier_shares(t: HostTally) -> dict[str, float]:
+def tier_shares(t: RouteTally) -> dict[str, float]:
     """The share of successful calls per service tier as the host answered it."""
     return _shares(t.tiers)
 
@@ -94,7 +99,7 @@ def _mode(bins: list[dict[str, int]], logs: np.ndarray, counts: np.ndarray, tota
     return mode
 
 
-def speed_modes(t: HostTally) -> list[dict[str, Any]]:
+def speed_modes(t: RouteTally) -> list[dict[str, Any]]:
     """One or two modes of per-user decode speed, slowest first: share, median speed and main route of each."""
     if not t.speeds:
         return []

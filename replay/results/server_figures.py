@@ -15,14 +15,30 @@ engine (a gateway, a load balancer) and the client itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from replay.results.histogram import Histogram
-    from replay.results.host_tally import HostTally, Signed
 
 US = 1_000_000
 TPS_SCALE = 1000
+
+
+class Signed(Protocol):
+    """A tally of signed differences (``host_tally.Signed``)."""
+
+    def count(self) -> int: ...
+
+    def percentile(self, p: float, scale: float) -> float | None: ...
+
+
+class ServerTally(Protocol):
+    """What ``server_figures`` reads of a run's tally (``host_tally.HostTally``, which reads timings with
+    ``server_times``)."""
+
+    server: dict[str, Histogram]  # ttft, queue, prefill, decode
+    gap_ttft: Signed  # the client's minus the server's TTFT
+    gap_tps: Signed
 
 
 def _num(d: dict[str, Any], key: str) -> float | None:
@@ -60,7 +76,7 @@ def _signed(s: Signed, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str
     return {f"p{p}": s.percentile(p, scale) for p in ps} | {"n": s.count()}
 
 
-def server_figures(t: HostTally) -> dict[str, Any] | None:
+def server_figures(t: ServerTally) -> dict[str, Any] | None:
     """Server TTFT and decode speed, and the client's minus the server's, over the calls that carried timings;
     None when no call did (the summary then has no ``server`` key)."""
     h = t.server
