@@ -64,26 +64,20 @@ def install() -> None:
             t = perf_counter()
             key = id(self)
             cap = _CAPTURES.get(key)
-            if cap is not None and cap.sole and not cap.over and cap.total == self.total_bytes:
-                n = len(data)  # the caller only waits for the end: the bytes need not enter aiohttp's buffer too
-                if cap.total + n > cap.limit:
-                    _cut(self, cap)
-                    return None
-                cap.reads.append(data)
-                cap.times.append(t)
-                cap.total += n
-                self.total_bytes += n
-                return False
             if cap is None or (cap.total != self.total_bytes and not cap.over):  # a new reader, or a stale id reused
                 cap = _CAPTURES[key] = Capture()
             if cap.over:
                 return None  # past the limit: the bytes go nowhere, and the reader has already failed
-            if cap.total + len(data) > cap.limit:
+            n = len(data)
+            if cap.total + n > cap.limit:
                 _cut(self, cap)
                 return None
             cap.reads.append(data)
             cap.times.append(t)
-            cap.total += len(data)
+            cap.total += n
+            if cap.sole:  # the caller only waits for the end: the bytes need not enter aiohttp's buffer too
+                self.total_bytes += n
+                return False
         return original(self, data, *args, **kwargs)
 
     feed_data._replay_capture = True  # type: ignore[attr-defined]
