@@ -25,9 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +32,7 @@ from pathlib import Path
 
 import orjson
 import peer_stub
-from soak_memory import rss_mb
+from soak_memory import watch_rss
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM_TOKENS = 400
@@ -75,33 +72,26 @@ def run_client(args: argparse.Namespace, work: Path, port: int) -> dict:
     cmd = [sys.executable, "-m", "replay", "run", str(work / "trajectories"), "--host", f"http://127.0.0.1:{port}/v1",
            "--model", "stub", "--api", args.api, "-c", str(args.sessions), "--tasks", str(args.sessions),
            "--tool-time", "none", "--retries", "0", "--out", str(out), "--quiet", *args.client_arg]  # fmt: skip
-    log = open(work / "client.stderr", "wb")  # noqa: SIM115 - closed below; a file, so a chatty run cannot block
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, cwd=REPO, start_new_session=True)
     peak = 0.0
     loaded: tuple[float, float] | None = None
     over = False
-    try:
-        while proc.poll() is None:
-            mb = rss_mb(proc.pid) or 0.0
-            peak = max(peak, mb)
-            if loaded is None and out.exists() and out.stat().st_size > 0:
-                loaded = (time.monotonic() - t0, mb)  # the header is written once the workload is loaded
-            if mb > args.max_rss_gb * 1024:
-                over = True
-                break
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=args.every)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        log.close()
+
+    def sample(rss: float | None) -> bool:
+        nonlocal peak, loaded, over
+        mb = rss or 0.0
+        peak = max(peak, mb)
+        if loaded is None and out.exists() and out.stat().st_size > 0:
+            loaded = (time.monotonic() - t0, mb)  # the header is written once the workload is loaded
+        over = mb > args.max_rss_gb * 1024
+        return over
+
+    code = watch_rss(cmd, work / "client.stderr", args.every, sample, cwd=REPO)
     elapsed = time.monotonic() - t0
-    if not over and proc.returncode not in (0, 1, 2):  # 1, 2: the verdict (a refusing stub fails every call)
+    if not over and code not in (0, 1, 2):  # 1, 2: the verdict (a refusing stub fails every call)
         err = (work / "client.stderr").read_text(errors="replace")
-        raise SystemExit(f"replay run exited {proc.returncode}: {err[-2000:]}")
-    return {"peak": peak, "loaded": loaded, "elapsed": elapsed, "over": over, "out": out, "exit": proc.returncode}
+        raise SystemExit(f"replay run exited {code}: {err[-2000:]}")
+    return {"peak": peak, "loaded": loaded, "elapsed": elapsed, "over": over, "out": out, "exit": code}
 
 
 def calls(out: Path) -> dict:

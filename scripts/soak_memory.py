@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -37,31 +38,45 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
+def watch_rss(cmd: list[str], log_path: Path, every: float, sample: Callable[[float | None], bool],
+              cwd: Path | None = None) -> int:  # fmt: skip
+    """Run ``cmd`` in a session of its own (stderr to ``log_path``, a file, so a chatty run cannot block) and call
+    ``sample`` with its RSS (MiB, None once it has gone) every ``every`` seconds until it exits, or until ``sample``
+    says to stop. Its process group is killed on every exit path. Returns its exit code."""
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, cwd=cwd, start_new_session=True)
+    try:
+        while proc.poll() is None:
+            if sample(rss_mb(proc.pid)):
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=every)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        log.close()
+    return proc.returncode
+
+
 def run(args: argparse.Namespace, work: Path) -> dict:
     out = work / "soak.jsonl"
     cmd = [sys.executable, "-m", "replay", "run", "--sim-profile", "instant", "--tool-time", "none",
            "-c", str(args.concurrency), "--duration", f"{args.minutes * 60:g}", "--window", str(args.window),
            "--out", str(out), "--quiet"]  # fmt: skip
-    log = open(work / "soak.stderr", "wb")  # noqa: SIM115 - closed below; a file, so a chatty run cannot block
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     samples: list[tuple[float, float]] = []
     t0 = time.monotonic()
-    try:
-        while proc.poll() is None:
-            mb = rss_mb(proc.pid)
-            if mb is not None:
-                samples.append((time.monotonic() - t0, mb))
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=args.every)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+
+    def sample(mb: float | None) -> bool:
+        if mb is not None:
+            samples.append((time.monotonic() - t0, mb))
+        return False
+
+    code = watch_rss(cmd, work / "soak.stderr", args.every, sample)
     err = (work / "soak.stderr").read_text(errors="replace")
-    if proc.returncode not in (0, 1):  # 1: a threshold or the saturation verdict, not a failure of the soak
-        raise SystemExit(f"replay run exited {proc.returncode}: {err[-2000:]}")
-    return {"samples": samples, "out": out, "exit": proc.returncode}
+    if code not in (0, 1):  # 1: a threshold or the saturation verdict, not a failure of the soak
+        raise SystemExit(f"replay run exited {code}: {err[-2000:]}")
+    return {"samples": samples, "out": out, "exit": code}
 
 
 def check_rebuild(path: Path) -> dict:
