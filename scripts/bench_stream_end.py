@@ -4,9 +4,10 @@ Starts ``scripts/peer_stub.py`` in its ``timed`` mode (first token 200 ms after 
 every 10 ms, each in its own write), sends N requests at once through replay's own client (so all N streams end
 within a few ms of each other), and measures on the client's loop: the longest gap of a 1 ms probe (the loop's
 stall), and each call's TTFT minus the stub's 200 ms (the error, counted over every request). Alternates between
-reading finished streams on the loop at once (``inline``, as before issue 14) and a slice at a time
-(``interpreter``), repeats, and prints medians. Each pass runs on replay's own event loop (``replay.event_loop.run``:
-uvloop, the start-up heap frozen out of the collector), as ``replay run`` does.
+reading finished streams on the loop at once (``inline``, as before issue 14) and a slice per turn of the loop
+(``sliced``: the budget of ``replay.clients.loop_turns``), repeats, and prints medians. Each pass runs on replay's
+own event loop (``replay.event_loop.run``: uvloop, the start-up heap frozen out of the collector), as ``replay
+run`` does.
 
     python scripts/bench_stream_end.py [--streams 256] [--tokens 200] [--reps 3]
 """
@@ -23,7 +24,7 @@ import uuid
 import peer_stub
 
 from replay import event_loop
-from replay.clients import interpreter
+from replay.clients import loop_turns
 from replay.clients.client import make_client
 from replay.clients.flavour import RequestOptions
 from replay.clients.host import HostConfig
@@ -80,12 +81,12 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
-    budget = interpreter.BUDGET_S
+    budget = loop_turns.BUDGET_S
     results: dict[str, list[dict[str, float]]] = {"inline": [], "sliced": []}
     with peer_stub.started("--mode", "timed", "--tokens", str(args.tokens)) as (_, port):
         for _ in range(args.reps):
             for mode in ("inline", "sliced"):
-                interpreter.BUDGET_S = 1e9 if mode == "inline" else budget  # inline: every queued stream at once
+                loop_turns.BUDGET_S = 1e9 if mode == "inline" else budget  # inline: every queued stream at once
                 results[mode].append(event_loop.run(one_pass(port, args.streams, args.tokens)))
     out = {mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} | {"runs": rows}
            for mode, rows in results.items()}  # fmt: skip

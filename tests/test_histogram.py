@@ -33,3 +33,51 @@ def test_an_empty_histogram_allocates_nothing_and_merges_and_travels() -> None:
     back = Histogram.decode(empty.encode())
     assert back.get_total_count() == 3 and back.get_value_at_percentile(50) == full.get_value_at_percentile(50)
     assert Histogram.decode(None).h is None
+
+
+def _edges() -> list[int]:
+    """Every power of two's neighbours up to past the range, where hdrh's bucket arithmetic turns."""
+    return [0, 1, 2, 3, HIGHEST - 1, HIGHEST, HIGHEST + 1, 1 << 44] + [
+        v for k in range(1, 45) for v in ((1 << k) - 1, 1 << k, (1 << k) + 1)
+    ]
+
+
+def _same(mine: Histogram, theirs: HdrHistogram) -> None:
+    assert mine.h is not None
+    assert np.array_equal(np.ctypeslib.as_array(mine.h.counts), np.ctypeslib.as_array(theirs.counts))
+    assert mine.h.total_count == theirs.total_count
+    assert (mine.h.min_value, mine.h.max_value) == (theirs.min_value, theirs.max_value)
+    assert mine.encode() == theirs.encode().decode()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_recording_one_by_one_and_in_bulk_fill_the_counts_hdrh_itself_fills(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = [*_edges(), *rng.lognormal(6 + seed * 4, 3.0, 4000).astype(np.int64).tolist()]
+    counts = rng.integers(0, 5, len(values)).tolist()
+    theirs, one = HdrHistogram(1, HIGHEST, 3), Histogram()
+    for v, c in zip(values, counts, strict=True):  # out of range too: both ignore what they cannot hold
+        theirs.record_value(v, c)
+        one.record_value(v, c)
+    _same(one, theirs)
+    # In bulk: values in 1 .. HIGHEST, as its callers clip them.
+    inside = [(v, c) for v, c in zip(values, counts, strict=True) if 1 <= v <= HIGHEST and c]
+    theirs, bulk = HdrHistogram(1, HIGHEST, 3), Histogram()
+    for v, c in inside:
+        theirs.record_value(v, c)
+    bulk.record_many(np.array([v for v, _ in inside]), np.array([c for _, c in inside]))
+    _same(bulk, theirs)
+
+
+def test_bulk_recording_sums_repeated_values_and_skips_zero_counts() -> None:
+    bulk, loop = Histogram(), Histogram()
+    values, counts = np.array([5, 5, 9000, 5, 1 << 30]), np.array([1, 2, 0, 4, 3])
+    bulk.record_many(values, counts)
+    for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+        if c:
+            loop.record_value(v, c)
+    assert bulk.encode() == loop.encode() and bulk.get_total_count() == 10
+    assert bulk.h is not None and bulk.h.max_value == 1 << 30
+    empty = Histogram()
+    empty.record_many(np.array([7]), np.array([0]))
+    assert empty.h is None

@@ -53,9 +53,54 @@ class Histogram:
         self.h: HdrHistogram | None = None
 
     def record_value(self, value: int, count: int = 1) -> None:
+        """hdrh's ``record_value`` with its index worked out inline (a third of its cost, per call on every request's
+        end); values it cannot hold are ignored, as hdrh ignores them."""
         if self.h is None:
             self.h = _new()
-        self.h.record_value(value, count)
+        h = self.h
+        value = int(value)
+        if value < 0:
+            return
+        half = h.sub_bucket_half_count_magnitude
+        bucket = (value | h.sub_bucket_mask).bit_length() - h.unit_magnitude - (half + 1)
+        index = ((bucket + 1) << half) + (value >> (bucket + h.unit_magnitude)) - h.sub_bucket_half_count
+        if index >= h.counts_len:
+            return
+        h.counts[index] += count
+        h.total_count += count
+        if value < h.min_value:
+            h.min_value = value
+        if value > h.max_value:
+            h.max_value = value
+
+    def record_many(self, values: np.ndarray, counts: np.ndarray) -> None:
+        """``record_value(v, c)`` for every pair, in one numpy pass: the same counts, total, min and max as the loop
+        (checked against it in tests/test_histogram.py), without a Python call per value. A 500-token answer's
+        inter-token gaps were half a millisecond of the event loop's time one by one, at every stream's end.
+        Values must lie in 1 .. HIGHEST (callers clip), counts be non-negative integers."""
+        values = np.asarray(values, dtype=np.int64)
+        counts = np.asarray(counts, dtype=np.int64)
+        keep = counts > 0
+        if not keep.all():
+            values, counts = values[keep], counts[keep]
+        if not len(values):
+            return
+        if self.h is None:
+            self.h = _new()
+        h = self.h
+        half = h.sub_bucket_half_count_magnitude
+        # hdrh's bucket: the bit length of (value | sub_bucket_mask) beyond the sub-bucket's; frexp's exponent is
+        # the bit length of an integer below 2^53 exactly.
+        bucket = np.frexp((values | h.sub_bucket_mask).astype(np.float64))[1] - h.unit_magnitude - (half + 1)
+        sub = values >> (bucket + h.unit_magnitude)
+        index = ((bucket + 1) << half) + sub - h.sub_bucket_half_count
+        low = int(index.min())
+        added = np.bincount(index - low, weights=counts)  # exact: float64 holds integers below 2^53
+        view = _counts(h)[low : low + len(added)]
+        view += added.astype(view.dtype)
+        h.total_count += int(counts.sum())
+        h.min_value = min(h.min_value, int(values.min()))
+        h.max_value = max(h.max_value, int(values.max()))
 
     def add(self, other: Histogram) -> None:
         if other.h is None or not other.h.get_total_count():

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from replay.results.histogram import HIGHEST, Histogram
 from replay.results.records import RequestRecord
 
@@ -122,11 +124,17 @@ class RecipeTally:
             self._intended(r, r.t_intended)
 
     def _slices(self, r: RequestRecord) -> None:
+        """The slices this call's first token and reads fell in (numpy's float arithmetic is Python's, term by
+        term, so the slices are the same as one ``math.floor`` per read, without 500 Python steps per answer)."""
         origin, ch = self.origin or 0.0, r.chunks
         if r.t_first_token is not None:
             self.slices.add(math.floor((r.t_first_token - origin) / SLICE_S))
-        for i in range(0, len(ch), 2):
-            self.slices.add(math.floor((r.t_sent + ch[i] - origin) / SLICE_S))
+        if len(ch) > 32:
+            times = np.asarray(ch[0::2], dtype=np.float64)
+            self.slices.update(np.unique(np.floor((r.t_sent + times - origin) / SLICE_S)).astype(np.int64).tolist())
+        else:  # a few reads: numpy's set-up would cost more than the loop
+            for i in range(0, len(ch), 2):
+                self.slices.add(math.floor((r.t_sent + ch[i] - origin) / SLICE_S))
 
     def _intended(self, r: RequestRecord, t: float) -> None:
         st = self.stats

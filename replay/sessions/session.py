@@ -26,6 +26,7 @@ import orjson
 
 from replay.clients.client import HostClient
 from replay.clients.flavour import Conversation
+from replay.clients.loop_turns import loop_turns
 from replay.results.records import RequestRecord, TaskRecord
 from replay.sessions.lanes import WARMUP_MAX_TOKENS, LaneRuntime
 from replay.sessions.rate_limit import RateLimit
@@ -149,6 +150,7 @@ class _Agent:
         live = ctx.builder is not None and ctx.builder.policy.output == "live"
         max_tokens = WARMUP_MAX_TOKENS if phase == "warmup" else turn.output_tokens
         seen = self.tree.prefix_seen(context) if ctx.lanes is not None else None
+        await loop_turns().turn()  # building and sending a call can wait for the loop's next poll
         body = ctx.client.render(context.messages, max_tokens, self.tools, self.conversation)
         wait = 0.0
         rec: RequestRecord | None = None
@@ -176,6 +178,7 @@ class _Agent:
                 guard.started(self.tree.state)
             try:
                 answer = await ctx.client.call(body, rec, self.conversation, context.messages, collect=live)
+                await loop_turns().turn()  # so can recording it
                 retry = rec.error is not None and attempt <= ctx.retry.retries and ctx.retry.should_retry(rec)
                 rec.final = not retry
             finally:
