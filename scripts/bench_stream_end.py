@@ -81,12 +81,13 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
-    budget = loop_turns.BUDGET_S
+    budget = (loop_turns.BUDGET_S, loop_turns.SATURATED_BUDGET_S)
     results: dict[str, list[dict[str, float]]] = {"inline": [], "sliced": []}
     with peer_stub.started("--mode", "timed", "--tokens", str(args.tokens)) as (_, port):
         for _ in range(args.reps):
             for mode in ("inline", "sliced"):
-                loop_turns.BUDGET_S = 1e9 if mode == "inline" else budget  # inline: every queued stream at once
+                # inline: every queued stream at once, saturated or not
+                loop_turns.BUDGET_S, loop_turns.SATURATED_BUDGET_S = (1e9, 1e9) if mode == "inline" else budget
                 results[mode].append(event_loop.run(one_pass(port, args.streams, args.tokens)))
     out = {mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} | {"runs": rows}
            for mode, rows in results.items()}  # fmt: skip
