@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
+import numpy.ctypeslib  # imported at start-up, not lazily by the first call's end (0.7 ms on the loop)
 from hdrh.histogram import HdrHistogram
 
 HIGHEST = 1 << 40
