@@ -40,32 +40,34 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
+async def pieces_per_turn(clock: FakeClock, n: int, cost_s: float) -> tuple[list[int], list[int], LoopTurns]:
+    """``n`` pieces that each ask for a turn and then "cost" ``cost_s`` of the fake clock, on a loop with time to
+    spare at first: the order they ran in, how many ran in each turn of the loop, and the budget they shared."""
+    loop = asyncio.get_running_loop()
+    turns = LoopTurns(loop)
+    turns.share = 0.0  # saturated only by working, not by starting so
+    ran: list[int] = []
+    per_turn: list[int] = []
+
+    def mark() -> None:  # once per turn of the loop
+        per_turn.append(len(ran))
+        if len(ran) < n:
+            loop.call_soon(mark)
+
+    async def piece(i: int) -> None:
+        await turns.turn()
+        ran.append(i)
+        clock.now += cost_s
+
+    loop.call_soon(mark)
+    await asyncio.gather(*(piece(i) for i in range(n)))
+    return ran, [b - a for a, b in itertools.pairwise(per_turn)], turns
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 def test_pieces_past_the_budget_wait_for_the_next_turn_and_all_run(clock: FakeClock, loop: str) -> None:
-    async def main() -> tuple[list[int], list[int]]:
-        loop = asyncio.get_running_loop()
-        turns = LoopTurns(loop)
-        turns.share = 0.0  # a loop with time to spare
-        ran: list[int] = []
-        per_turn: list[int] = []
-
-        def mark() -> None:  # once per turn of the loop
-            per_turn.append(len(ran))
-            if len(ran) < 40:
-                loop.call_soon(mark)
-
-        async def piece(i: int) -> None:
-            await turns.turn()
-            ran.append(i)
-            clock.now += 0.0001  # each piece "costs" 0.1 ms
-
-        loop.call_soon(mark)
-        await asyncio.gather(*(piece(i) for i in range(40)))
-        return ran, per_turn
-
-    ran, per_turn = run(main, loop)
+    ran, counts, _ = run(lambda: pieces_per_turn(clock, 40, 0.0001), loop)  # each piece "costs" 0.1 ms
     assert sorted(ran) == list(range(40))  # every piece ran, none twice
-    counts = [b - a for a, b in itertools.pairwise(per_turn)]
     assert max(counts) <= 3  # 0.25 ms of budget: pieces starting at 0, 0.1 and 0.2 ms of a turn
     assert sum(c > 0 for c in counts) >= 40 // 3  # spread over turns, not run in one
 
@@ -125,29 +127,9 @@ def test_a_loop_that_stays_busy_takes_longer_turns_and_lets_every_waiter_go(
     """Saturated (its thread busy all the time), short turns only cost throughput: the waiters go together."""
     monkeypatch.setattr(loop_turns, "thread_time", lambda: clock.now)  # every second of wall time is CPU
 
-    async def main() -> tuple[list[int], float]:
-        ev = asyncio.get_running_loop()
-        turns = LoopTurns(ev)
-        turns.share = 0.0  # it becomes saturated by working, not by starting so
-        ran: list[int] = []
-        per_turn: list[int] = []
-
-        def mark() -> None:
-            per_turn.append(len(ran))
-            if len(ran) < 200:
-                ev.call_soon(mark)
-
-        async def piece(i: int) -> None:
-            await turns.turn()
-            ran.append(i)
-            clock.now += 0.01  # 10 ms each: two seconds of a busy thread in all
-
-        ev.call_soon(mark)
-        await asyncio.gather(*(piece(i) for i in range(200)))
-        return [b - a for a, b in itertools.pairwise(per_turn)], turns.budget
-
-    counts, budget = run(main, loop)
-    assert budget == loop_turns.SATURATED_BUDGET_S
+    ran, counts, turns = run(lambda: pieces_per_turn(clock, 200, 0.01), loop)  # 10 ms each: 2 s of a busy thread
+    assert sorted(ran) == list(range(200))
+    assert turns.budget == loop_turns.SATURATED_BUDGET_S
     assert max(counts) > 3  # once saturated, a turn lets every waiter go
 
 
