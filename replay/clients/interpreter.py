@@ -37,12 +37,12 @@ class StreamInterpreter:
         return future
 
     async def _run(self) -> None:
+        turns = loop_turns()  # this loop's budget per turn, shared with the sessions
         while True:
             if not self.queue:
                 self.wake.clear()
                 await self.wake.wait()
                 continue
-            turns = loop_turns()
             while self.queue and not turns.spent():
                 self._step(self.queue[0])
             await asyncio.sleep(0)  # the loop's turn: reads stamped, requests sent, sessions run

@@ -75,8 +75,9 @@ class Histogram:
             h.max_value = value
 
     def record_many(self, values: np.ndarray, counts: np.ndarray) -> None:
-        """``record_value(v, c)`` for every pair, in one numpy pass: the same counts, total, min and max as the loop
-        (checked against it in tests/test_histogram.py), without a Python call per value. A 500-token answer's
+        """``record_value(v, c)`` for every pair with a count (pairs with none are skipped, min and max too), in one
+        numpy pass: the same counts, total, min and max as that loop (checked against hdrh in tests/test_histogram.py),
+        without a Python call per value. A 500-token answer's
         inter-token gaps were half a millisecond of the event loop's time one by one, at every stream's end.
         Values must lie in 1 .. HIGHEST (callers clip), counts be non-negative integers."""
         values = np.asarray(values, dtype=np.int64)
