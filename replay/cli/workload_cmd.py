@@ -18,7 +18,7 @@ from replay.workload.words import plural
     default="auto",
     show_default=True,
     help="Source format: auto (detect per file), swe-agent, mini-swe-agent, openhands, claude-code, openai-log, "
-    "mooncake, weka.",
+    "mooncake, weka, otel, mooncake-agentic, tracelab, hcua.",
 )
 @click.option(
     "-o",
@@ -34,6 +34,12 @@ from replay.workload.words import plural
     is_flag=True,
     help="Also replay the calls a source threw away (mini-swe-agent format errors): exact input, stand-in answer.",
 )
+@click.option(
+    "--screenshot-window",
+    type=click.IntRange(0),
+    help="Keep each request's last N images, older ones as a placeholder text, as computer-use agents clean their "
+    "context (hcua restores up to N screenshots from the requests that carried them).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No per-file lines.")
 def import_cmd(
     paths: tuple[str, ...],
@@ -42,6 +48,7 @@ def import_cmd(
     salt: str | None,
     block_size: int | None,
     include_discarded: bool,
+    screenshot_window: int | None,
     quiet: bool,
 ) -> None:
     """Import recorded agent sessions or traces (files or directories) as canonical trajectories."""
@@ -50,7 +57,14 @@ def import_cmd(
     from replay.workload.importers import ImportFailure, import_paths, write_canonical
 
     try:
-        result = import_paths(paths, fmt, salt=salt, block_size=block_size, include_discarded=include_discarded)
+        result = import_paths(
+            paths,
+            fmt,
+            salt=salt,
+            block_size=block_size,
+            include_discarded=include_discarded,
+            screenshot_window=screenshot_window,
+        )
     except (ImportFailure, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     for path, reason, explicit in result.refused:

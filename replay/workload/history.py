@@ -51,7 +51,14 @@ class HistoryPolicy:
             flat["content"] = f"{text}\n{calls}" if text else calls
             return flat
         if msg.get("role") == "tool":
-            return {"role": "user", "content": f"<tool_result>\n{content_text(msg.get('content'))}\n</tool_result>"}
+            text = f"<tool_result>\n{content_text(msg.get('content'))}\n</tool_result>"
+            content = msg.get("content")
+            images = (
+                [p for p in content if isinstance(p, dict) and p.get("type") == "image"]
+                if isinstance(content, list)
+                else []
+            )
+            return {"role": "user", "content": [{"type": "text", "text": text}, *images] if images else text}
         return msg
 
     def output_message(self, output: dict[str, Any]) -> dict[str, Any]:

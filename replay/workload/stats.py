@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from replay.workload import images
 from replay.workload.importers import (
     CANONICAL,
     ImportFailure,
@@ -145,6 +146,42 @@ def _unrecorded_context(traj: Trajectory) -> dict[str, Any]:
     }
 
 
+_INPUT_OF_IMPORTER = {
+    "mini-swe-agent": "exact",
+    "openai-log": "exact",
+    "claude-code": "rebuilt",
+    "openhands": "rebuilt",
+}
+
+
+def input_kind(traj: Trajectory) -> str:
+    """How the replayed inputs relate to what the agent sent: exact, rebuilt (from events or a history), synthetic
+    (text generated for token counts or block ids), or as given (a canonical file says nothing)."""
+    if str(traj.source.get("text", "")).startswith("synthetic"):
+        return "synthetic"
+    said = str(traj.source.get("input", ""))
+    if "exact" in said:
+        return "exact"
+    if "rebuilt" in said or "approximation" in said:
+        return "rebuilt"
+    return _INPUT_OF_IMPORTER.get(str(traj.source.get("importer")), "as given")
+
+
+def _images(traj: Trajectory) -> tuple[int, int]:
+    """(image parts the turns append, their tokens by the loader's estimate)."""
+    count = tokens = 0
+    for turn in traj.turns:
+        for m in turn.append:
+            if b'"image_url"' not in m.wire:
+                continue
+            for part in m.raw.get("content") or ():
+                image = images.from_wire(part)
+                if image is not None:
+                    count += 1
+                    tokens += images.image_tokens(image)
+    return count, tokens
+
+
 def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
     prompts = [t.prompt_tokens_est for t in traj.turns]
     reusable = sum(t.reusable_prefix_tokens for t in traj.turns)
@@ -162,6 +199,7 @@ def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
     ]
     rec_prompt = sum(t.recorded["prompt_tokens"] for t in cached_turns)  # type: ignore[index]
     rec_cached = sum(t.recorded["cached_tokens"] for t in cached_turns)  # type: ignore[index]
+    pictures = _images(traj)
     return {
         "id": traj.id,
         "source": traj.source.get("importer") or traj.source.get("generator") or "canonical",
@@ -185,6 +223,12 @@ def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
         "unrecorded_calls": _count(traj.source, "unrecorded_calls"),
         "unrecorded_calls_replayable": _count(traj.source, "unrecorded_calls") if _replayable(traj) else 0,
         "discarded_calls_replayed": sum(1 for t in traj.turns if t.recorded and t.recorded.get("discarded")),
+        "answers_missing": sum(
+            1 for t in traj.turns if t.recorded and t.recorded.get("output_missing") and not t.recorded.get("discarded")
+        ),
+        "input": input_kind(traj),
+        "images": pictures[0],
+        "image_tokens": pictures[1],
         **_unrecorded_context(traj),
         "prompt_tokens": prompts,
     }
@@ -236,6 +280,10 @@ def _pool(trajs: list[Trajectory], stats: list[dict[str, Any]]) -> dict[str, Any
         "unrecorded_calls": sum(s["unrecorded_calls"] for s in stats),
         "unrecorded_calls_replayable": sum(s["unrecorded_calls_replayable"] for s in stats),
         "discarded_calls_replayed": sum(s["discarded_calls_replayed"] for s in stats),
+        "answers_missing": sum(s["answers_missing"] for s in stats),
+        "inputs": {kind: sum(1 for s in stats if s["input"] == kind) for kind in sorted({s["input"] for s in stats})},
+        "images": sum(s["images"] for s in stats),
+        "image_tokens": sum(s["image_tokens"] for s in stats),
         "unrecorded_context_tokens": gaps,
         "unrecorded_context_tokens_last_max": max(lasts) if lasts else None,
         "unrecorded_context_share": _ratio(gaps, sum(p for _, p in gap_turns)) if gaps is not None else None,

@@ -39,6 +39,8 @@ _OPTIONAL: list[tuple[str, str, Any]] = [
     ("unrec ctx%", "unrecorded_context_share", lambda s: _pct(s["unrecorded_context_share"])),
     ("lost calls", "unrecorded_calls", lambda s: str(s["unrecorded_calls"] or "")),
     ("stand-ins", "discarded_calls_replayed", lambda s: str(s["discarded_calls_replayed"] or "")),
+    ("no answer", "answers_missing", lambda s: str(s["answers_missing"] or "")),
+    ("images", "images", lambda s: str(s["images"] or "")),
 ]
 
 
@@ -47,6 +49,7 @@ def _table(stats: list[dict[str, Any]]) -> list[str]:
     columns = list(_COLUMNS)
     columns += [(head, cell) for head, key, cell in _OPTIONAL if any(s[key] for s in stats)]
     columns.append(("sub", lambda s: str(s["subagents_spawned"] or "")))
+    columns.append(("input", lambda s: s["input"]))
     rows = [(*(head for head, _ in columns), "trajectory")]
     for s in stats:
         rows.append((*(cell(s) for _, cell in columns), ("  ↳ " if s["subagent"] else "") + s["id"]))
@@ -83,6 +86,11 @@ def _not_replayed(p: dict[str, Any]) -> list[str]:
             f"  replayed with a stand-in answer: {plural(p['discarded_calls_replayed'], 'call')} whose answer"
             " the source discarded (exact input; the answer's length is a guess)"
         )
+    if p["answers_missing"]:
+        out.append(
+            f"  answers not recorded: {plural(p['answers_missing'], 'call')} replayed with a stand-in answer of the"
+            " recorded length (exact input; the answer text is missing)"
+        )
     if p["unrecorded_context_tokens"] is not None:
         out.append(
             f"  unrecorded context: {p['unrecorded_context_tokens']:,} of the provider's prompt tokens"
@@ -101,7 +109,10 @@ def _block(title: str, p: dict[str, Any]) -> list[str]:
         f"  prefix reuse: pooled {_pct(p['prefix_reuse_pooled'])} (Σ reusable / Σ prompt), "
         f"mean of trajectories {_pct(p['prefix_reuse_mean'])}",
         _tool_line(p),
+        "  input: " + ", ".join(f"{n} {kind}" for kind, n in p["inputs"].items()) + " (docs/importers.md)",
     ]
+    if p["images"]:
+        out.append(f"  images: {p['images']:,} sent ({p['image_tokens']:,} tokens by the openai estimate)")
     if p["recorded_prompt_tokens"]:
         out.append(
             f"  recorded provider cache: {p['recorded_cached_tokens']:,} of {p['recorded_prompt_tokens']:,} prompt"

@@ -19,6 +19,7 @@ import orjson
 
 from replay import compact_json
 from replay.workload.history import HistoryPolicy, content_text
+from replay.workload.images import chat_images, content_image_tokens, is_image, with_image_sizes
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 FORMAT_V1 = "replay.trajectory/1"
@@ -176,11 +177,22 @@ def _check_message(c: _Checker, msg: Any, name: str) -> dict[str, Any]:
                 raise c.fail(f"{name}.content[{i}]", f"expected a content part object; got {_describe(part)}")
             if "text" in part and not isinstance(part["text"], str):
                 raise c.fail(f"{name}.content[{i}].text", f"expected a string; got {_describe(part['text'])}")
+            if is_image(part):
+                _check_image(c, part, f"{name}.content[{i}]")
     elif not isinstance(content, str):
         raise c.fail(f"{name}.content", f"expected a string or a list of parts; got {_describe(content)}")
     if "tool_calls" in msg:
         _check_tool_calls(c, msg["tool_calls"], f"{name}.tool_calls")
     return msg
+
+
+def _check_image(c: _Checker, part: dict[str, Any], name: str) -> None:
+    if not isinstance(part.get("url"), str) or not part["url"]:
+        raise c.fail(f"{name}.url", f"expected a data: URL or an address; got {_describe(part.get('url'))}")
+    for key in ("width", "height", "bytes"):
+        value = part.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise c.fail(f"{name}.{key}", f"expected a positive integer; got {_describe(value)}")
 
 
 def _check_tool_calls(c: _Checker, calls: Any, name: str) -> None:
@@ -198,8 +210,10 @@ def _check_tool_calls(c: _Checker, calls: Any, name: str) -> None:
 
 
 def message_tokens(msg: dict[str, Any], tokenizer: Tokenizer) -> int:
-    """Tokens one message adds to a prompt: content, reasoning sent back, tool calls and framing."""
-    n = len(tokenizer.encode(content_text(msg.get("content"))))
+    """Tokens one message adds to a prompt: content (images by their estimate, docs/trajectory-format.md), reasoning
+    sent back, tool calls and framing."""
+    content = msg.get("content")
+    n = len(tokenizer.encode(content_text(content))) + content_image_tokens(content)
     if msg.get("reasoning_content"):
         n += len(tokenizer.encode(msg["reasoning_content"]))
     for call in msg.get("tool_calls") or ():
@@ -216,8 +230,9 @@ class MessageBuilder:
     policy: HistoryPolicy = field(default_factory=HistoryPolicy)
 
     def message(self, raw: dict[str, Any]) -> Message:
-        wire = self.policy.render(raw)
-        return Message(compact_json.dumps(wire), message_tokens(wire, self.tokenizer), role=wire.get("role", ""))
+        wire = self.policy.render(with_image_sizes(raw))
+        tokens = message_tokens(wire, self.tokenizer)  # images counted from their sizes, before they become chat parts
+        return Message(compact_json.dumps(chat_images(wire)), tokens, role=wire.get("role", ""))
 
     def output(self, output: dict[str, Any]) -> Message:
         wire = self.policy.output_message(output)

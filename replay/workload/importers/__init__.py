@@ -8,6 +8,7 @@ or forced), links Claude Code subagent transcripts to their parents and keeps tr
 
 from __future__ import annotations
 
+import gzip
 import inspect as _inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,7 +17,19 @@ from typing import IO, Any
 
 import orjson
 
-from replay.workload.importers import claude_code, mini_swe_agent, mooncake, openai_log, openhands, swe_agent, weka
+from replay.workload.images import PLACEHOLDER
+from replay.workload.importers import (
+    claude_code,
+    mini_swe_agent,
+    mooncake,
+    mooncake_agentic,
+    openai_log,
+    openhands,
+    otel,
+    swe_agent,
+    tracelab,
+    weka,
+)
 from replay.workload.importers._common import Imported, ImportFailure, Refused, read_json
 from replay.workload.tokens import get_tokenizer
 from replay.workload.trajectory import FORMAT_V1, MessageBuilder, TrajectoryError, parse_lines
@@ -29,6 +42,10 @@ IMPORTERS: dict[str, Callable[..., list[Imported]]] = {
     "openai-log": openai_log.import_file,
     "mooncake": mooncake.import_file,
     "weka": weka.import_file,
+    "otel": otel.import_file,
+    "mooncake-agentic": mooncake_agentic.import_file,
+    "tracelab": tracelab.import_file,
+    "hcua": mooncake_agentic.import_hcua,
 }
 
 CANONICAL = "canonical"
@@ -52,6 +69,8 @@ _SUPPORTED = ", ".join(IMPORTERS)
 
 def _first_line(path: Path) -> bytes:
     with path.open("rb") as fh:
+        gzipped = fh.read(2) == b"\x1f\x8b"
+    with gzip.open(path, "rb") if gzipped else path.open("rb") as fh:
         for raw in fh:
             if raw.strip():
                 return raw
@@ -63,13 +82,21 @@ def _detect_object(obj: Any) -> str | None:
     if isinstance(obj, list):
         if obj and isinstance(obj[0], dict) and "source" in obj[0] and ("action" in obj[0] or "observation" in obj[0]):
             return "openhands"
-        return None
+        if obj and isinstance(obj[0], dict) and "round_index" in obj[0] and "input_tokens_total" in obj[0]:
+            return "tracelab"
+        return "otel" if otel.looks_like(obj) else None
     if not isinstance(obj, dict):
         return None
     if obj.get("format") == FORMAT_V1:
         return CANONICAL
+    if isinstance(obj.get("messages"), list) and "output_length" in obj:
+        return "hcua" if _cua(obj["messages"]) else "mooncake-agentic"
     if "hash_ids" in obj and "input_length" in obj:
         return "mooncake"
+    if "session_id" in obj and "round_index" in obj and "input_tokens_total" in obj:
+        return "tracelab"
+    if isinstance(obj.get("resourceSpans"), list) or otel.looks_like(obj):
+        return "otel"
     if "block_size" in obj and "requests" in obj:
         return "weka"
     if str(obj.get("trajectory_format", "")).startswith("mini-swe-agent"):
@@ -99,9 +126,24 @@ def _detect_object(obj: Any) -> str | None:
     return None
 
 
+def _cua(messages: list[Any]) -> bool:
+    """A computer-use agent's request: screenshots as image parts, or the placeholder its context cleaning left."""
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and (
+                part.get("type") in ("image_url", "input_image", "image")
+                or str(part.get("text", "")).strip() == PLACEHOLDER
+            ):
+                return True
+    return False
+
+
 def detect_format(path: str | Path) -> str:
     """The format of a file (a key of IMPORTERS, or "canonical"); Refused with the reason if none fits."""
     path = Path(path)
+    if path.suffix in (".duckdb", ".parquet"):  # the only database and columnar files read: TraceLab's releases
+        return "tracelab"
     first = _first_line(path)
     if not first:
         raise Refused(path, "", "empty file")
@@ -111,7 +153,17 @@ def detect_format(path: str | Path) -> str:
         obj = None
     if isinstance(obj, dict):
         fmt = _detect_object(obj)
-        if fmt in (CANONICAL, "mooncake", "claude-code", "openai-log") or (fmt == "openhands" and "history" in obj):
+        line_formats = (
+            CANONICAL,
+            "mooncake",
+            "claude-code",
+            "openai-log",
+            "mooncake-agentic",
+            "hcua",
+            "tracelab",
+            "otel",
+        )
+        if fmt in line_formats or (fmt == "openhands" and "history" in obj):
             return fmt
     try:
         whole = read_json(path)
@@ -208,11 +260,20 @@ def import_paths(
     salt: str | None = None,
     block_size: int | None = None,
     include_discarded: bool = False,
+    screenshot_window: int | None = None,
 ) -> ImportResult:
     """Import files and directories (their files, recursively). Refused files are listed, with whether they
     were named explicitly; malformed input raises ImportFailure naming the file, line or JSON path.
-    ``include_discarded``: replay the calls a source threw away (mini-swe-agent format errors) too."""
-    return import_files(expand(paths), fmt, salt=salt, block_size=block_size, include_discarded=include_discarded)
+    ``include_discarded``: replay the calls a source threw away (mini-swe-agent format errors) too;
+    ``screenshot_window``: keep each request's last N images (the formats with images: hcua, mooncake-agentic)."""
+    return import_files(
+        expand(paths),
+        fmt,
+        salt=salt,
+        block_size=block_size,
+        include_discarded=include_discarded,
+        screenshot_window=screenshot_window,
+    )
 
 
 def import_files(
@@ -222,11 +283,17 @@ def import_files(
     salt: str | None = None,
     block_size: int | None = None,
     include_discarded: bool = False,
+    screenshot_window: int | None = None,
 ) -> ImportResult:
     """Import (path, named explicitly) pairs; see import_paths."""
     if fmt != "auto" and fmt not in IMPORTERS:
         raise ValueError(f"unknown format {fmt!r}; expected auto or one of: {_SUPPORTED}")
-    options = {"salt": salt, "block_size": block_size, "include_discarded": include_discarded or None}
+    options = {
+        "salt": salt,
+        "block_size": block_size,
+        "include_discarded": include_discarded or None,
+        "screenshot_window": screenshot_window,
+    }
     result = ImportResult()
     detected: list[tuple[Path, str, bool]] = []
     for path, explicit in files:

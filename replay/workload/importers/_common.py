@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from replay.workload.images import from_wire
 from replay.workload.tokens import REPLY_PRIMING_TOKENS, count_tokens, get_tokenizer
 from replay.workload.trajectory import FORMAT_V1, message_tokens, output_as_message
 
@@ -124,6 +125,31 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
+def message_content(content: Any) -> str | list[dict[str, Any]]:
+    """A message content as the canonical format keeps it: the plain text (``content_text``) when it has no image,
+    else a list of text and canonical image parts in their order (``replay.workload.images``: the API's image
+    part of any flavour, an Anthropic or OTel one included, becomes ``{"type": "image", "url": ...}``)."""
+    if not isinstance(content, list) or not any(_image_of(p) is not None for p in content):
+        return content_text(content)
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        image = _image_of(part)
+        if image is not None:
+            parts.append(image)
+            continue
+        text = content_text([part])
+        if text:  # each text part stays a part: a screenshot's placeholder keeps its place (images.window)
+            parts.append({"type": "text", "text": text})
+    return parts
+
+
+def _image_of(part: Any) -> dict[str, Any] | None:
+    image = from_wire(part)
+    if image is None and isinstance(part, dict) and part.get("type") == "image" and isinstance(part.get("url"), str):
+        image = part  # already canonical
+    return image
+
+
 def tool_calls(calls: Any, src: Src, jpath: str) -> list[dict[str, Any]]:
     """OpenAI-shaped tool calls (id, type, function name/arguments as a JSON string), extra keys dropped."""
     src.expect(calls, list, jpath, "a list of tool calls")
@@ -162,7 +188,7 @@ def assistant_message(output: dict[str, Any]) -> dict[str, Any]:
 
 
 def user(content: Any) -> dict[str, Any]:
-    return {"role": "user", "content": content_text(content)}
+    return {"role": "user", "content": message_content(content)}
 
 
 def system(content: Any) -> dict[str, Any]:
@@ -172,7 +198,7 @@ def system(content: Any) -> dict[str, Any]:
 def tool_result(call_id: str | None, content: Any) -> dict[str, Any]:
     """A tool message when the source used native tool calls (an id), else a user message."""
     if call_id:
-        return {"role": "tool", "tool_call_id": call_id, "content": content_text(content)}
+        return {"role": "tool", "tool_call_id": call_id, "content": message_content(content)}
     return user(content)
 
 

@@ -41,6 +41,7 @@ from replay.workload.importers._common import (
     content_text,
     iter_jsonl,
     make_output,
+    message_content,
     parse_time,
     prompt_estimates,
     seconds_between,
@@ -170,21 +171,22 @@ def _parse(lines: list[tuple[int, dict[str, Any]]], src: Src) -> _Conv:
             continue
         # user line
         flush()
-        texts: list[str] = []
+        said: list[dict[str, Any]] = []  # the text and image blocks the user wrote
         for j, b in enumerate(_blocks(msg.get("content"))):
             t = b.get("type")
             if t == "tool_result":
                 if not b.get("tool_use_id"):
                     raise s.fail(f"$.message.content[{j}].tool_use_id", "missing; expected the id of the tool_use")
+                inner = b.get("content")
                 context.append(
-                    {"role": "tool", "tool_call_id": str(b["tool_use_id"]), "content": content_text(b.get("content"))}
+                    {"role": "tool", "tool_call_id": str(b["tool_use_id"]), "content": message_content(inner)}
                 )
             elif t in ("text", "image"):
-                texts.append(content_text([b]))
-        if texts:
-            context.append({"role": "user", "content": "".join(texts)})
+                said.append(b)
+        if said:
+            context.append({"role": "user", "content": message_content(said)})
             if conv.first_prompt is None:
-                conv.first_prompt = "".join(texts)
+                conv.first_prompt = content_text(said)
         result = ev.get("toolUseResult")
         if isinstance(result, dict) and result.get("agentId"):
             for b in _blocks(msg.get("content")):

@@ -31,9 +31,9 @@ from replay.workload.importers._common import (
     Src,
     assistant_message,
     build_trajectory,
-    content_text,
     iter_jsonl,
     make_output,
+    message_content,
     number,
     parse_time,
     seconds_between,
@@ -60,7 +60,7 @@ class _Req:
     recorded: dict[str, Any] = field(default_factory=dict)
 
 
-def _message(m: Any, src: Src, jp: str) -> dict[str, Any]:
+def chat_message(m: Any, src: Src, jp: str) -> dict[str, Any]:
     src.expect(m, dict, jp, "a chat message object")
     role = m.get("role")
     if role == "developer":
@@ -72,10 +72,10 @@ def _message(m: Any, src: Src, jp: str) -> dict[str, Any]:
         return {
             "role": "tool",
             "tool_call_id": str(m.get("tool_call_id") or ""),
-            "content": content_text(m.get("content")),
+            "content": message_content(m.get("content")),
         }
     if role in ("system", "user"):
-        return {"role": role, "content": content_text(m.get("content"))}
+        return {"role": role, "content": message_content(m.get("content"))}
     raise src.fail(f"{jp}.role", f"expected one of system, developer, user, assistant, tool; got {role!r}")
 
 
@@ -133,7 +133,7 @@ def _parse(path: Path) -> list[_Req]:
             if isinstance(obj.get(key), dict) and "messages" in obj[key]:
                 body, bjp = obj[key], f"$.{key}"
         msgs = s.get(body, "messages", list, bjp, "a list of chat messages")
-        messages = [_message(m, s, f"{bjp}.messages[{i}]") for i, m in enumerate(msgs)]
+        messages = [chat_message(m, s, f"{bjp}.messages[{i}]") for i, m in enumerate(msgs)]
         output, usage, resp = _response(obj, s)
         start = parse_time(obj.get("timestamp", obj.get("start_time", obj.get("created", resp.get("created")))))
         end = parse_time(obj.get("end_time"))
