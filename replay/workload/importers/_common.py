@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from replay.workload.images import from_wire
+from replay.workload.images import PLACEHOLDER, from_wire
 from replay.workload.tokens import REPLY_PRIMING_TOKENS, count_tokens, get_tokenizer
 from replay.workload.trajectory import FORMAT_V1, message_tokens, output_as_message
 
@@ -127,9 +127,10 @@ def content_text(content: Any) -> str:
 
 def message_content(content: Any) -> str | list[dict[str, Any]]:
     """A message content as the canonical format keeps it: the plain text (``content_text``) when it has no image,
-    else a list of text and canonical image parts in their order (``replay.workload.images``: the API's image
-    part of any flavour, an Anthropic or OTel one included, becomes ``{"type": "image", "url": ...}``)."""
-    if not isinstance(content, list) or not any(_image_of(p) is not None for p in content):
+    else (or when it holds an image's placeholder text) a list of text and canonical image parts in their order
+    (``replay.workload.images``: the API's image part of any flavour, an Anthropic or OTel one included, becomes
+    ``{"type": "image", "url": ...}``)."""
+    if not isinstance(content, list) or not any(_image_of(p) is not None or _placeholder(p) for p in content):
         return content_text(content)
     parts: list[dict[str, Any]] = []
     for part in content:
@@ -141,6 +142,11 @@ def message_content(content: Any) -> str | list[dict[str, Any]]:
         if text:  # each text part stays a part: a screenshot's placeholder keeps its place (images.window)
             parts.append({"type": "text", "text": text})
     return parts
+
+
+def _placeholder(part: Any) -> bool:
+    """The text a computer-use agent left where it dropped a screenshot: kept as a part of its own, in its place."""
+    return isinstance(part, dict) and part.get("type") == "text" and str(part.get("text", "")).strip() == PLACEHOLDER
 
 
 def _image_of(part: Any) -> dict[str, Any] | None:

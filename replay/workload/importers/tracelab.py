@@ -233,7 +233,8 @@ def _session(rows: list[dict[str, Any]], traj_id: str, texts: BlockText) -> tupl
     layout = _Layout(answers)
     kept = [layout.add(int(r["input_tokens_total"]), int(number(r.get("prefix_tokens")) or 0)) for r in rows]
     spans = [_span(r) for r in rows]
-    calls, timed = [], 0
+    calls: list[Call] = []
+    how: set[str] = set()
     for k, row in enumerate(rows):
         rec = _recorded(row)
         rec["replay_shared_tokens"] = kept[k]
@@ -249,14 +250,15 @@ def _session(rows: list[dict[str, Any]], traj_id: str, texts: BlockText) -> tupl
             nxt_start, _, trigger = spans[k + 1]
             if end is not None and nxt_start is not None:
                 tool_time = max(0.0, nxt_start - end)
+                how.add("timing events")
                 if trigger == "user_message":
                     rec["human_wait_s"] = round(tool_time, 6)
             elif wall is not None:
                 tool_time = max(0.0, wall)
-        timed += tool_time is not None
+                how.add("the tools' wall span (no timing events)")
         output = make_output(layout.answer(k, texts, traj_id))
         calls.append(Call(layout.messages(k, texts, traj_id), output, answers[k], tool_time, rec))
-    source = {"tool_time": "timing events" if timed else "none recorded (no timing events or tool times)"}
+    source = {"tool_time": " and ".join(sorted(how)) if how else "none recorded (no timing events or tool times)"}
     return calls, source
 
 
