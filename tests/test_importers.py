@@ -44,6 +44,10 @@ def test_importers_table_names_every_format():
         "openai-log",
         "mooncake",
         "weka",
+        "otel",
+        "mooncake-agentic",
+        "tracelab",
+        "hcua",
     }
     assert all(callable(f) for f in IMPORTERS.values())
 

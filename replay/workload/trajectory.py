@@ -20,6 +20,7 @@ import orjson
 from replay import compact_json
 from replay.workload.history import HistoryPolicy, content_text
 from replay.workload.images import chat_images, content_image_tokens, is_image, with_image_sizes
+from replay.workload.padding import MODES, PadCount, pad_turns
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 FORMAT_V1 = "replay.trajectory/1"
@@ -119,6 +120,8 @@ class Workload:
     digest: str  # sha256 over the files' bytes, in load order
     tokenizer: str
     builder: MessageBuilder | None = None  # how messages were rendered; sessions use it for live answers
+    unrecorded_context: str = "omit"  # pad | omit: whether the context recordings left out was put back
+    padding: PadCount = field(default_factory=PadCount)  # what padding added (all zero with omit)
 
     @property
     def turns(self) -> int:
@@ -382,16 +385,30 @@ def _parse_header(c: _Checker, obj: dict[str, Any], build: MessageBuilder) -> Tr
     )
 
 
-def parse_lines(path: str, lines: Iterable[bytes], build: MessageBuilder) -> Iterator[Trajectory]:
-    """Parse the JSON Lines of one file into trajectories; raise TrajectoryError on the first problem."""
+def parse_lines(
+    path: str, lines: Iterable[bytes], build: MessageBuilder, pad: PadCount | None = None
+) -> Iterator[Trajectory]:
+    """Parse the JSON Lines of one file into trajectories; raise TrajectoryError on the first problem. With ``pad``
+    (``--unrecorded-context pad``), the context a recording left out is put back first (``padding``) and counted."""
     current: Trajectory | None = None
-    turn_lines: list[int] = []
+    pending: list[tuple[_Checker, Any]] = []  # the current trajectory's turns, parsed when it is complete
 
     def finish() -> Trajectory:
         assert current is not None
-        if not current.turns:
+        if not pending:
             raise TrajectoryError(path, int(current.origin.rsplit(":", 1)[1]), "", "trajectory has no turns")
-        _annotate(current, path, turn_lines)
+        objs = [obj for _, obj in pending]
+        added = None
+        if pad is not None and all(isinstance(o, dict) and isinstance(o.get("append", []), list) for o in objs):
+            added = pad_turns(objs, current.model, current.id, build.tokenizer)
+        for c, obj in pending:
+            current.turns.append(_parse_turn(c, obj, len(current.turns), build))
+        _annotate(current, path, [c.line for c, _ in pending])
+        if added is not None and added.trajectories:
+            added.prompt_tokens = sum(t.prompt_tokens_est for t in current.turns)
+            current.source = {**current.source, "padded": added.public("pad")}
+            assert pad is not None
+            pad.add(added)
         return current
 
     for lineno, raw in enumerate(lines, start=1):
@@ -407,22 +424,18 @@ def parse_lines(path: str, lines: Iterable[bytes], build: MessageBuilder) -> Ite
         if "format" in obj:
             if current is not None:
                 yield finish()
-            current, turn_lines = _parse_header(c, obj, build), []
+            current, pending = _parse_header(c, obj, build), []
             nested = obj.get("turns")
             if nested is not None:
                 c.check(nested, "turns", list, "a list of turns")
-                for i, t in enumerate(nested):
-                    tc = _Checker(path, lineno, f"turns[{i}].")
-                    current.turns.append(_parse_turn(tc, t, len(current.turns), build))
-                    turn_lines.append(lineno)
+                pending = [(_Checker(path, lineno, f"turns[{i}]."), t) for i, t in enumerate(nested)]
             continue
         if current is None:
             raise c.fail(
                 "format",
                 f"missing; the first line of a trajectory must be a header with format {FORMAT_V1!r}",
             )
-        current.turns.append(_parse_turn(c, obj, len(current.turns), build))
-        turn_lines.append(lineno)
+        pending.append((c, obj))
     if current is None:
         raise TrajectoryError(path, 0, "", "no trajectories in file")
     yield finish()
@@ -480,9 +493,17 @@ def _hashed_lines(path: Path, digest: Any) -> Iterator[bytes]:
 
 
 def load_workload(
-    paths: Iterable[str | Path], tokenizer_spec: str | None = None, policy: HistoryPolicy | None = None
+    paths: Iterable[str | Path],
+    tokenizer_spec: str | None = None,
+    policy: HistoryPolicy | None = None,
+    unrecorded_context: str = "omit",
 ) -> Workload:
-    """Load and validate every file (directories: their *.jsonl files) before anything is sent."""
+    """Load and validate every file (directories: their *.jsonl files) before anything is sent.
+    ``unrecorded_context``: ``pad`` puts back the context the recordings left out (``padding``; the run's default),
+    ``omit`` loads them as they are (this function's default: ``replay inspect`` shows the recording)."""
+    if unrecorded_context not in MODES:
+        raise ValueError(f"unrecorded context {unrecorded_context!r}: expected one of {', '.join(MODES)}")
+    padded = PadCount() if unrecorded_context == "pad" else None
     tokenizer = get_tokenizer(tokenizer_spec) if tokenizer_spec else get_tokenizer()
     build = MessageBuilder(tokenizer, policy or HistoryPolicy())
     files: list[Path] = []
@@ -499,7 +520,7 @@ def load_workload(
     trajectories: list[Trajectory] = []
     seen: dict[str, str] = {}
     for f in files:
-        for traj in parse_lines(str(f), _hashed_lines(f, digest), build):
+        for traj in parse_lines(str(f), _hashed_lines(f, digest), build, padded):
             if traj.id in seen:
                 raise TrajectoryError(
                     traj.origin.rsplit(":", 1)[0],
@@ -516,4 +537,6 @@ def load_workload(
         digest="sha256:" + digest.hexdigest(),
         tokenizer=tokenizer.name,
         builder=build,
+        unrecorded_context=unrecorded_context,
+        padding=padded or PadCount(),
     )
