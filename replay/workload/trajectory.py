@@ -124,6 +124,13 @@ class Workload:
     padding: PadCount = field(default_factory=PadCount)  # what padding added (all zero with omit)
 
     @property
+    def images(self) -> int:
+        """Image parts the turns append (sent as image parts: the API flavour must take them)."""
+        return sum(
+            m.wire.count(b'"type":"image_url"') for t in self.trajectories for turn in t.turns for m in turn.append
+        )
+
+    @property
     def turns(self) -> int:
         return sum(len(t.turns) for t in self.trajectories)
 
