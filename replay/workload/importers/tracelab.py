@@ -166,6 +166,7 @@ class _Layout:
         self.answers = answers  # answer length (words) per round
         self.cuts: dict[int, set[int]] = {}
         self.rounds: list[list[tuple[Any, ...]]] = []
+        self._made: dict[tuple[Any, ...], Any] = {}  # each piece's message and each answer made once, then shared
 
     def cost(self, item: tuple[Any, ...]) -> int:
         return item[3] - item[2] if item[0] == "piece" else self.answers[item[1]] + MESSAGE_OVERHEAD_TOKENS
@@ -203,12 +204,18 @@ class _Layout:
             _, origin, start, end = item
             bounds = [start, *sorted(c for c in self.cuts.get(origin, ()) if start < c < end), end]
             for a, b in itertools.pairwise(bounds):
-                words = text.filler(f"{key}\x00{origin}\x00{a}\x00{b}", b - a - MESSAGE_OVERHEAD_TOKENS)
-                out.append({"role": "user", "content": words})
+                msg = self._made.get((origin, a, b))
+                if msg is None:
+                    words = text.filler(f"{key}\x00{origin}\x00{a}\x00{b}", b - a - MESSAGE_OVERHEAD_TOKENS)
+                    msg = self._made[(origin, a, b)] = {"role": "user", "content": words}
+                out.append(msg)
         return out
 
     def answer(self, k: int, text: BlockText, key: str) -> str:
-        return text.filler(f"{key}\x00{k}\x00out", self.answers[k])
+        made = self._made.get(("out", k))
+        if made is None:
+            made = self._made[("out", k)] = text.filler(f"{key}\x00{k}\x00out", self.answers[k])
+        return made
 
 
 # --------------------------------------------------------------------------------------------- calls
