@@ -114,3 +114,29 @@ def test_real_claude_code_calls_have_the_provider_prompt_size(tmp_path):
         assert all(t.reusable_prefix_tokens >= first.tokens for t in traj.turns[1:])  # the head is always reused
     padding = workload.padding.public("pad")
     assert padding["trajectories"] == 2 and padding["padded_tokens"] == 827_942  # docs/importers.md: 44.3 %
+
+
+def test_inspect_shows_the_padded_requests_when_asked(tmp_path):
+    from click.testing import CliRunner
+
+    from replay.cli import main
+
+    turns = [
+        _turn([{"role": "user", "content": "Fix the parser."}], 100),
+        _turn([{"role": "user", "content": "more"}], 130),
+    ]
+    path = _write(tmp_path / "t.jsonl", turns)
+    plain = json.loads(CliRunner().invoke(main, ["inspect", "--json", str(path)]).output)
+    padded = json.loads(
+        CliRunner().invoke(main, ["inspect", "--json", "--unrecorded-context", "pad", str(path)]).output
+    )
+    grown = [
+        p - o
+        for p, o in zip(
+            padded["trajectories"][0]["prompt_tokens"], plain["trajectories"][0]["prompt_tokens"], strict=True
+        )
+    ]
+    assert grown == [100, 130] and plain["padding"] is None
+    assert padded["padding"]["padded_tokens"] == 230 and padded["padding"]["head_tokens"] == 100
+    text = CliRunner().invoke(main, ["inspect", "--unrecorded-context", "pad", str(path)]).output
+    assert "unrecorded context padded: 230 tokens in the requests" in text

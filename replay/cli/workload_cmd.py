@@ -106,7 +106,17 @@ def import_cmd(
     type=click.Path(dir_okay=False),
     help="Draw the context-growth curves to this PNG (needs matplotlib).",
 )
-def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str | None) -> None:
+@click.option(
+    "--unrecorded-context",
+    type=click.Choice(["pad", "omit"]),
+    default="omit",
+    show_default=True,
+    help="pad: show the requests with the context the recordings left out put back, as replay run sends them; "
+    "omit: the recordings as they are.",
+)
+def inspect_cmd(
+    paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str | None, unrecorded_context: str
+) -> None:
     """Workload statistics: turns, context growth, prefix reuse, tool time, recorded latency and cache."""
     from replay.workload.stats import load, plot, require_matplotlib, skipped_notes, summarize, to_json, to_text
 
@@ -116,7 +126,7 @@ def inspect_cmd(paths: tuple[str, ...], fmt: str, as_json: bool, plot_path: str 
         except RuntimeError as exc:
             raise click.ClickException(str(exc)) from None
     try:
-        report = summarize(load(paths, fmt))
+        report = summarize(load(paths, fmt, unrecorded_context))
     except ValueError as exc:  # ImportFailure, TrajectoryError: they name the file and what is wrong
         raise click.ClickException(str(exc)) from None
     if plot_path:

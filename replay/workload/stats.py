@@ -54,11 +54,13 @@ class Loaded:
 
     trajectories: list[Trajectory] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    padding: dict[str, Any] | None = None  # with --unrecorded-context pad: what the padding added
 
 
-def load(paths: Iterable[str | Path], fmt: str = "auto") -> Loaded:
+def load(paths: Iterable[str | Path], fmt: str = "auto", unrecorded_context: str = "omit") -> Loaded:
     """Canonical files as they are; anything else imported (``fmt`` forces the importer's format), then
-    everything loaded and validated together by the loader (so spawns must resolve)."""
+    everything loaded and validated together by the loader (so spawns must resolve). ``unrecorded_context``
+    ``pad`` shows the requests as ``replay run`` sends them by default (docs/importers.md)."""
     loaded = Loaded()
     canonical: list[Path] = []
     others: list[tuple[Path, bool]] = []
@@ -89,7 +91,10 @@ def load(paths: Iterable[str | Path], fmt: str = "auto") -> Loaded:
                 files.append(target)
         if not files:
             raise ImportFailure(", ".join(map(str, paths)) or "(none)", "", "no trajectories found")
-        loaded.trajectories = load_workload(files).trajectories
+        workload = load_workload(files, unrecorded_context=unrecorded_context)
+        loaded.trajectories = workload.trajectories
+        if unrecorded_context == "pad":
+            loaded.padding = workload.padding.public("pad")
     return loaded
 
 
@@ -307,6 +312,7 @@ def summarize(loaded: Loaded) -> dict[str, Any]:
         "prefix_reuse_pooled": pooled["prefix_reuse_pooled"],
         "prefix_reuse_mean": pooled["prefix_reuse_mean"],
         "skipped": [{"path": p, "reason": r} for p, r in loaded.skipped],
+        "padding": loaded.padding,
     }
 
 

@@ -74,7 +74,7 @@ def _tool_line(p: dict[str, Any]) -> str:
     return line
 
 
-def _not_replayed(p: dict[str, Any]) -> list[str]:
+def _not_replayed(p: dict[str, Any], padded: bool) -> list[str]:
     out = []
     if p["unrecorded_calls"]:
         line = f"  not replayed: {plural(p['unrecorded_calls'], 'call')} the sources counted but did not keep"
@@ -94,13 +94,14 @@ def _not_replayed(p: dict[str, Any]) -> list[str]:
     if p["unrecorded_context_tokens"] is not None:
         out.append(
             f"  unrecorded context: {p['unrecorded_context_tokens']:,} of the provider's prompt tokens"
-            f" ({_pct(p['unrecorded_context_share'])}) are not in the replay, up to"
-            f" {p['unrecorded_context_tokens_last_max']:,} in a trajectory's last call (docs/importers.md)"
+            f" ({_pct(p['unrecorded_context_share'])}) are not in the "
+            + ("recording (padded with a stand-in, below), up to" if padded else "replay, up to")
+            + f" {p['unrecorded_context_tokens_last_max']:,} in a trajectory's last call (docs/importers.md)"
         )
     return out
 
 
-def _block(title: str, p: dict[str, Any]) -> list[str]:
+def _block(title: str, p: dict[str, Any], padded: bool = False) -> list[str]:
     out = [
         f"{title}: {plural(p['trajectories'], 'trajectory')} ({plural(p['subagent_trajectories'], 'subagent')}),"
         f" {plural(p['turns'], 'turn')} (median {p['turns_median']:g} per trajectory)",
@@ -118,16 +119,23 @@ def _block(title: str, p: dict[str, Any]) -> list[str]:
             f"  recorded provider cache: {p['recorded_cached_tokens']:,} of {p['recorded_prompt_tokens']:,} prompt"
             f" tokens cached ({_pct(p['recorded_cached_share'])})"
         )
-    return out + _not_replayed(p)
+    return out + _not_replayed(p, padded)
 
 
 def to_text(report: dict[str, Any]) -> str:
     """The table per trajectory, then the figures per source (when there are several) and pooled."""
     out = [*_table(report["trajectories"]), ""]
+    pad = report.get("padding")
     if len(report["by_source"]) > 1:
         for src, p in report["by_source"].items():
-            out += _block(src, p)
-    out += _block("pooled", report["pooled"])
+            out += _block(src, p, pad is not None)
+    out += _block("pooled", report["pooled"], pad is not None)
+    if pad is not None:
+        share = "-" if pad["padded_share"] is None else f"{100 * pad['padded_share']:.1f}%"
+        out.append(
+            f"  unrecorded context padded: {pad['padded_tokens']:,} tokens in the requests ({share} of their prompt"
+            f" tokens), {plural(pad['trajectories'], 'trajectory')}, heads {pad['head_tokens']:,} tokens"
+        )
     return "\n".join(out)
 
 
