@@ -19,10 +19,10 @@ _API = {
     "read": "replay.api",
     "summarize": "replay.api",
     "Summary": "replay.api",
-    "RunSpec": "replay.jobs.single_run",
-    "RunResult": "replay.jobs.single_run",
-    "RunError": "replay.jobs.single_run",
-    "LoadConfig": "replay.sessions.closed_loop",
+    "RunSpec": "replay.runner.single_run",
+    "RunResult": "replay.runner.single_run",
+    "RunError": "replay.runner.single_run",
+    "LoadConfig": "replay.loops.closed_loop",
     "ToolTimePolicy": "replay.sessions.tool_time",
     "HistoryPolicy": "replay.workload.history",
     "Workload": "replay.workload.trajectory",
@@ -47,8 +47,8 @@ __all__ = [  # noqa: RUF022 (the face's names, grouped by what they are)
 
 if TYPE_CHECKING:  # pragma: no cover
     from replay.api import Summary, load, read, run, summarize
-    from replay.jobs.single_run import RunError, RunResult, RunSpec
-    from replay.sessions.closed_loop import LoadConfig
+    from replay.loops.closed_loop import LoadConfig
+    from replay.runner.single_run import RunError, RunResult, RunSpec
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy
     from replay.workload.trajectory import TrajectoryError, Workload

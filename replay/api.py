@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from replay.jobs.rebuild import rebuild_run
-from replay.jobs.single_run import RunResult, RunSpec, execute
-from replay.results.records import RunData
-from replay.results.run_reader import read_run
+from replay.records.reader import read_run
+from replay.records.run_file import RunData
+from replay.runner.rebuild import rebuild_run
+from replay.runner.single_run import RunResult, RunSpec, execute
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 

@@ -20,11 +20,11 @@ import aiohttp
 
 from replay import event_loop
 from replay.clients.client import HostClient, make_client
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
-from replay.jobs.embedded_host import embedded_host
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
+from replay.runner.embedded_host import embedded_host
 from replay.workload.trajectory import Message
 
 MESSAGE = Message(raw={"role": "user", "content": "go"}, wire=b'{"role":"user","content":"go"}', tokens=5)

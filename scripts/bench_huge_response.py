@@ -25,10 +25,10 @@ from pathlib import Path
 from replay import event_loop
 from replay.cli.options import parse_bytes
 from replay.clients.client import make_client
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 from replay.workload.trajectory import Message
 
 MESSAGE = Message(raw={"role": "user", "content": "go"}, wire=b'{"role":"user","content":"go"}', tokens=5)

@@ -15,8 +15,8 @@ import time
 
 import orjson
 
-from replay.clients.chat import ChatFlavour
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.flavours.chat import ChatFlavour
 from replay.clients.stream import interpret
 
 HEAD = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1733000000, "model": "stub"}

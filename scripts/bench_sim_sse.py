@@ -23,7 +23,7 @@ import time
 import aiohttp
 
 from replay import event_loop
-from replay.sim.dialects import get_dialect
+from replay.sim.server.dialects import get_dialect
 
 # Events of an answer that carry no token (no usage chunk is asked for on the OpenAI APIs):
 _NON_TOKEN_EVENTS = {
@@ -46,7 +46,7 @@ def request_body(api: str, tokens: int) -> dict[str, object]:
 
 def start_sim(dialect: str) -> tuple[subprocess.Popen[str], int]:
     """Run the sim in its own process and wait for its READY line."""
-    code = f"from replay.sim.server import serve; serve(port=0, profile='instant', dialect={dialect!r})"
+    code = f"from replay.sim.server.app import serve; serve(port=0, profile='instant', dialect={dialect!r})"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -26,10 +26,10 @@ import peer_stub
 from replay import event_loop
 from replay.clients import loop_turns
 from replay.clients.client import make_client
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 from replay.workload.trajectory import Message
 
 MESSAGE = Message(b'{"role":"user","content":"go"}', 5, role="user")

@@ -3,7 +3,7 @@
     python scripts/profiles_vs_reference.py                  # summary per profile (Markdown)
     python scripts/profiles_vs_reference.py --points moe-8gpu # every point of one profile
 
-The mapping of a reference question onto the sim is stated in ``replay/sim/reference_check.py``.
+The mapping of a reference question onto the sim is stated in ``replay/sim/core/reference_check.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import argparse
 import math
 from pathlib import Path
 
-from replay.sim.profiles import get_profile
-from replay.sim.reference_check import CASES, compare, find_case, load_reference
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.reference_check import CASES, compare, find_case, load_reference
 
 DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 

@@ -81,9 +81,9 @@ def run(args: argparse.Namespace, work: Path) -> dict:
 
 def check_rebuild(path: Path) -> dict:
     """The run's summary read in one pass, and rebuilt from its window records alone: equal?"""
-    from replay.results.metrics import steady_window
-    from replay.results.streaming import summarize_file
-    from replay.results.windows import rebuild
+    from replay.metrics.streaming import summarize_file
+    from replay.metrics.summary import steady_window
+    from replay.metrics.windows import rebuild
 
     summary, data = summarize_file(path)
     rebuilt = rebuild(data, steady_window(data))

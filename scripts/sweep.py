@@ -2,7 +2,7 @@
 
 The sweep itself is ``replay sweep`` (one run per level, each in its own embedded simulated host, and a sweep
 index with the knee and the frontier); this script adds what the docs show: a PNG, a CSV and a Markdown table.
-``--virtual`` is ``replay sweep --virtual``: the same engine on a virtual clock (``replay.sim.virtual``), no
+``--virtual`` is ``replay sweep --virtual``: the same engine on a virtual clock (``replay.sim.core.virtual``), no
 sockets and no client, seconds of CPU for the whole sweep, for a preview of the curve's shape or profile work.
 
     python scripts/sweep.py --profile moe-8gpu --concurrency 1,2,4,8,16,24,32,48,64 \\

@@ -2,7 +2,7 @@
 
 Each run replays ``--streams`` sessions of 4 short turns at once against the embedded sim (its own process,
 profile ``moe-8gpu``), as tests/test_sim_truth.py does, and lines the run file up with the truth log
-(replay.results.truth_compare). Printed per run and over all runs: the deviation of TTFT, token times and
+(replay.metrics.truth_compare). Printed per run and over all runs: the deviation of TTFT, token times and
 inter-token gaps (p50, p99, max), and where the worst TTFT deviations came from: the way up (bytes sent →
 the host saw the request) or the way down (the host wrote the first token → the client read it).
 
@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from replay.jobs.embedded_host import embedded_host
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.run_reader import read_run
-from replay.results.truth_compare import compare, load_truth
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.truth_compare import compare, load_truth
+from replay.records.reader import read_run
+from replay.runner.embedded_host import embedded_host
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 

@@ -6,7 +6,7 @@
     python scripts/twin_check.py --llama --concurrency 3,6                  # llama-server (scripts/real_engine.py)
     python scripts/twin_check.py --host http://127.0.0.1:8000/v1 --model M --concurrency 6 TRAJ.jsonl
 
-The twin's prediction runs the fitted profile on the virtual clock (``replay.sim.virtual.simulate``: the
+The twin's prediction runs the fitted profile on the virtual clock (``replay.sim.core.virtual.simulate``: the
 workload closed loop, salted tasks, recorded tool pauses) over the same window as the measurement, which is
 a ``replay run`` against the host (``--virtual``: the true profile on the same clock). ``--llama`` starts
 llama-server as the engine tests do (``-np 4 -c 16384``, one thread) and, without trajectories, writes a
@@ -57,7 +57,7 @@ def errors(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, flo
 def predict(profile: Any, workload: Any, concurrency: int, duration: float, warmup: float, ratio: float = 1.0) -> dict:
     """The twin's figures over the same window as the measurement, its input tokens counted as the host counts
     them (``ratio`` host tokens per client token: the twin counts the client's, a run the host's usage)."""
-    from replay.sim.virtual import simulate
+    from replay.sim.core.virtual import simulate
 
     out = simulate(profile, workload, concurrency, duration, warmup, unique_tasks=True)
     tp = out["throughput"]
@@ -67,8 +67,8 @@ def predict(profile: Any, workload: Any, concurrency: int, duration: float, warm
 
 def measure(base: Any, paths: list[str], concurrency: int, duration: float, warmup: float, out: Path) -> dict:
     """One ``replay run`` against the host of ``base`` (a RunSpec), the workload's recorded tool pauses."""
-    from replay.jobs.single_run import execute
-    from replay.sessions.closed_loop import LoadConfig
+    from replay.loops.closed_loop import LoadConfig
+    from replay.runner.single_run import execute
 
     load = LoadConfig(concurrency=concurrency, duration_s=duration, warmup_s=warmup, drain_timeout_s=10.0)
     spec = dataclasses.replace(base, trajectories=paths, load=load, out=str(out), progress=False)
@@ -81,8 +81,8 @@ def host_speed(runner: Any, directory: Path, key: str, prompt: int = 512) -> dic
     shared machine's other jobs): an error larger than the drift cannot be told from it."""
     import numpy as np
 
-    from replay.jobs.probe_plan import Passes
-    from replay.jobs.probe_points import ok, single_decode_point
+    from replay.twin.plan import Passes
+    from replay.twin.points import ok, single_decode_point
 
     passes = Passes(directory, f"speed-{key}-{time.monotonic_ns()}")
     records = ok(runner.run(passes.workload(f"speed-{key}", [[passes.cold(f"s{i}", prompt, 33) for i in range(3)]]),
@@ -154,13 +154,13 @@ def llama_server(log: Path) -> Iterator[str]:
 
 
 def check(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from replay.jobs.embedded_host import embedded_host
-    from replay.jobs.probe import ProbeConfig, probe
-    from replay.jobs.probe_runners import HttpRunner, VirtualRunner
-    from replay.jobs.single_run import RunSpec
-    from replay.jobs.twin_file import write_twin
-    from replay.sim.profile_file import load_profile_file
-    from replay.sim.profiles import get_profile
+    from replay.runner.embedded_host import embedded_host
+    from replay.runner.single_run import RunSpec
+    from replay.sim.core.profile_file import load_profile_file
+    from replay.sim.core.profiles import get_profile
+    from replay.twin.probe import ProbeConfig, probe
+    from replay.twin.profile_out import write_twin
+    from replay.twin.runners import HttpRunner, VirtualRunner
     from replay.workload.trajectory import default_workload_path, load_workload
 
     paths = args.trajectories or ([str(agent_workload(work / "agents.jsonl"))] if args.llama else

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.single_run import RunSpec, execute
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 

@@ -13,9 +13,9 @@ from conftest import simple_turns, write_trajectory
 from replay.cli import main
 from replay.clients.affinity import Affinity, split_body
 from replay.clients.errors import http_error_class
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import RequestRecord
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.records.run_file import RequestRecord
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.retry import RetryPolicy
 from replay.sessions.tool_time import ToolTimePolicy
 
@@ -95,7 +95,7 @@ def test_per_request_connections_are_timed_and_reported(tmp_path: Path) -> None:
     assert conn["new"] == result.summary["window"]["requests"] > 0 and conn["reused"] == 0
     assert 0 < conn["connect_s"]["p50"] < 1.0
     assert result.header["host"]["connection"] == "per-request"
-    from replay.results.text_report import to_text
+    from replay.reports.text_report import to_text
 
     assert "new connections:" in to_text(result.summary, result.header)
 

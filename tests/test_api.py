@@ -30,7 +30,7 @@ def test_import_replay_is_cheap_and_typed() -> None:
     import subprocess
     import sys
 
-    code = "import replay, sys; print('replay.jobs.single_run' in sys.modules, replay.__version__)"
+    code = "import replay, sys; print('replay.runner.single_run' in sys.modules, replay.__version__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", replay.__version__]  # nothing heavy until a name is used
-    assert replay.RunSpec.__module__ == "replay.jobs.single_run"
+    assert replay.RunSpec.__module__ == "replay.runner.single_run"

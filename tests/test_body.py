@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.clients import flavour as flavour_mod
-from replay.clients.anthropic import AnthropicFlavour
 from replay.clients.body import BATCH, SHARED, WRITE_MAX, Body, BodyPayload, joined
 from replay.clients.client import FLAVOURS
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours import base as flavour_mod
+from replay.clients.flavours.anthropic import AnthropicFlavour
+from replay.clients.flavours.base import RequestOptions
 from replay.workload.spans import content_view
 from replay.workload.trajectory import Message, MessageBuilder
 

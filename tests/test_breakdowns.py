@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from replay.results.breakdowns import CONTEXT_LABELS, TURN_LABELS, breakdown
-from replay.results.metrics import summarize
-from replay.results.records import RequestRecord, RunData
+from replay.metrics.breakdowns import CONTEXT_LABELS, TURN_LABELS, breakdown
+from replay.metrics.summary import summarize
+from replay.records.run_file import RequestRecord, RunData
 
 PHASES = {"start": 0.0, "all_started": 0.0, "steady_start": 1.0, "stop": 100.0, "end": 101.0}
 

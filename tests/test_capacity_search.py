@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from replay.jobs.capacity import CapacityPlan, bracket, result, search
-from replay.jobs.hardware import Hardware
-from replay.jobs.levels import Level, VirtualRunner
-from replay.results.thresholds import parse_all
+from replay.hosts.hardware import Hardware
+from replay.studies.capacity import CapacityPlan, bracket, result, search
+from replay.studies.levels import Level, VirtualRunner
+from replay.verdict.thresholds import parse_all
 from replay.workload.trajectory import default_workload_path, load_workload
 
 SLO = tuple(parse_all(["ttft_p95<=2s"]))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.jobs.claim_units import UnitError, from_base, parse_unit, parse_value, project_wall
-from replay.jobs.claims import ClaimsError, Defaults, levels_needed, load_claims
-from replay.jobs.claims_verify import _what_if_row, measure, verdict
+from replay.studies.claim_units import UnitError, from_base, parse_unit, parse_value, project_wall
+from replay.studies.claims import ClaimsError, Defaults, levels_needed, load_claims
+from replay.studies.claims_verify import _what_if_row, measure, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.results.run_reader import read_run
+from replay.records.reader import read_run
 
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from replay.cli import main
 from replay.cli.options import profile_names
-from replay.sim.profiles import PROFILES
+from replay.sim.core.profiles import PROFILES
 
 
 @pytest.mark.parametrize("width", [60, 80, 200])

@@ -11,10 +11,10 @@ from aiohttp import web
 from conftest import serve_chat
 
 from replay.clients.client import make_client
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 from replay.workload.trajectory import Message
 
 MSG = Message(raw={"role": "user", "content": "hi"}, wire=b'{"role":"user","content":"hi"}', tokens=5)
@@ -162,7 +162,7 @@ def test_read_by_read_summary_equals_the_event_by_event_one() -> None:
     """The byte-count fast paths must give exactly what decoding every event gives, for any read boundaries."""
     import random
 
-    from replay.clients.chat import ChatFlavour
+    from replay.clients.flavours.chat import ChatFlavour
     from replay.clients.stream import interpret
 
     flavour = ChatFlavour(RequestOptions(model="m"))

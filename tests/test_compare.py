@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.compare import compare_runs, side_from_file
-from replay.results.bootstrap import _draw_counts, _weighted_percentile, bootstrap
-from replay.results.level_figures import FIGURES, value
-from replay.results.run_reader import read_run
+from replay.metrics.bootstrap import _draw_counts, _weighted_percentile, bootstrap
+from replay.metrics.level_figures import FIGURES, value
+from replay.records.reader import read_run
+from replay.studies.compare import compare_runs, side_from_file
 
 
 @pytest.fixture(scope="module")

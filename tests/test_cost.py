@@ -8,14 +8,14 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.hosts import HostError, rate_card_option
-from replay.jobs.single_run import RunError, RunSpec, execute
-from replay.results.cost import CardError, parse_card, request_cost
-from replay.results.cost import run_cost as _run_cost
-from replay.results.host_tally import tally_of
-from replay.results.rate_cards import RATE_CARDS
-from replay.results.records import RequestRecord, TaskRecord
-from replay.sessions.closed_loop import LoadConfig
+from replay.hosts.resolve import HostError, rate_card_option
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.host.cost import CardError, parse_card, request_cost
+from replay.metrics.host.cost import run_cost as _run_cost
+from replay.metrics.host.host_tally import tally_of
+from replay.metrics.host.rate_cards import RATE_CARDS
+from replay.records.run_file import RequestRecord, TaskRecord
+from replay.runner.single_run import RunError, RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 

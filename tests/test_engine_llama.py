@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 from conftest import write_trajectory
 
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.records import RequestRecord
-from replay.results.run_reader import read_run
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.records.reader import read_run
+from replay.records.run_file import RequestRecord
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 # The module fixture may build llama-server (minutes, bounded by the script's own timeouts); test bodies

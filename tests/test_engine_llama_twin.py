@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from test_engine_llama import PARALLEL, engine  # noqa: F401 - the module fixture, one server for this module
 
-from replay.jobs.probe import ProbeConfig, probe
-from replay.jobs.probe_runners import HttpRunner
-from replay.jobs.single_run import RunSpec
-from replay.jobs.twin_file import write_twin
-from replay.sim.profile_file import load_profile_file
+from replay.runner.single_run import RunSpec
+from replay.sim.core.profile_file import load_profile_file
+from replay.twin.probe import ProbeConfig, probe
+from replay.twin.profile_out import write_twin
+from replay.twin.runners import HttpRunner
 from replay.workload.trajectory import load_workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.results.run_reader import read_run
+from replay.records.reader import read_run
 
 
 def _workload(tmp_path: Path, n: int = 6, turns: int = 10) -> Path:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.clients.client import FLAVOURS
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.sse import parse_block
 from replay.clients.stream import ANSWER, FIRST_NOT_PLAIN, NONE, StreamState, interpret, templated
 

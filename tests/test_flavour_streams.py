@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from replay.clients.anthropic import AnthropicFlavour
-from replay.clients.chat import ChatFlavour
-from replay.clients.completions import CompletionsFlavour
-from replay.clients.flavour import RequestOptions
-from replay.clients.responses import ResponsesFlavour
+from replay.clients.flavours.anthropic import AnthropicFlavour
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.flavours.chat import ChatFlavour
+from replay.clients.flavours.completions import CompletionsFlavour
+from replay.clients.flavours.responses import ResponsesFlavour
 from replay.clients.stream import StreamState, interpret
 
 OPTS = RequestOptions(model="m")

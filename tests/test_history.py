@@ -6,10 +6,10 @@ from pathlib import Path
 
 from conftest import write_trajectory
 
-from replay.clients.chat import ChatFlavour
-from replay.clients.flavour import RequestOptions
-from replay.jobs.single_run import RunSpec, execute
-from replay.sessions.closed_loop import LoadConfig
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.flavours.chat import ChatFlavour
+from replay.loops.closed_loop import LoadConfig
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import load_workload

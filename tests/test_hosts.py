@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.embedded_host import embedded_host
-from replay.jobs.hosts import HostError, host_facts, resolve
-from replay.jobs.single_run import RunError, RunSpec, check_spec, execute
-from replay.results.run_reader import read_run
-from replay.sessions.closed_loop import LoadConfig
+from replay.hosts.resolve import HostError, host_facts, resolve
+from replay.loops.closed_loop import LoadConfig
+from replay.records.reader import read_run
+from replay.runner.embedded_host import embedded_host
+from replay.runner.single_run import RunError, RunSpec, check_spec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import simple_turns, write_trajectory
 
-from replay.results.run_reader import read_run
+from replay.records.reader import read_run
 
 
 def _request_lines(path: Path) -> int:

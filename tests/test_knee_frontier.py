@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from replay.jobs.frontier import pareto_frontier
-from replay.jobs.knee import GrowthRule, SloRule, find_knee, parse_rule
-from replay.results.thresholds import parse_all
+from replay.studies.frontier import pareto_frontier
+from replay.studies.knee import GrowthRule, SloRule, find_knee, parse_rule
+from replay.verdict.thresholds import parse_all
 
 
 def level(total: float | None, ttft_p95: float = 0.1, decode_p25: float = 50.0) -> dict:

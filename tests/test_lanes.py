@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.metrics import summarize
-from replay.results.run_reader import read_run
-from replay.sessions.arrivals import Arrivals
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.arrivals import Arrivals
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.summary import summarize
+from replay.records.reader import read_run
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.idle import IdleGuard, TreeState
 from replay.sessions.lanes import LaneConfig
 from replay.sessions.start_points import StartAt, Timeline

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from time import perf_counter
 
-from replay.results.records import RequestRecord, TaskRecord
-from replay.sessions.live import LiveState, ProgressLine
+from replay.loops.live import LiveState, ProgressLine
+from replay.records.run_file import RequestRecord, TaskRecord
 
 
 def _call(t_call: float, seconds: float) -> RequestRecord:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from replay.results.metrics import summarize
-from replay.results.records import RequestRecord, RunData, TaskRecord
+from replay.metrics.summary import summarize
+from replay.records.run_file import RequestRecord, RunData, TaskRecord
 
 
 def _req(**kw) -> RequestRecord:

@@ -10,11 +10,11 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.presets import PRESETS
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.run_reader import read_run
-from replay.results.text_report import to_json, to_text
-from replay.sessions.closed_loop import LoadConfig
+from replay.hosts.presets import PRESETS
+from replay.loops.closed_loop import LoadConfig
+from replay.records.reader import read_run
+from replay.reports.text_report import to_json, to_text
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 TIMED = {"groq", "cerebras", "fireworks", "llamacpp"}  # presets whose host reports server timings
@@ -130,7 +130,7 @@ def test_fireworks_asks_for_perf_metrics_and_reads_them() -> None:
 
 def test_a_preset_dialect_applies_at_any_url(tmp_path: Path) -> None:
     """--host URL --dialect groq: a local test host read as Groq."""
-    from replay.jobs.embedded_host import embedded_host
+    from replay.runner.embedded_host import embedded_host
 
     work = tmp_path / "w.jsonl"
     write_trajectory(work, "w", simple_turns(2, output_tokens=8))

@@ -23,13 +23,13 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.jobs.probe import ProbeConfig, ProbeResult, probe
-from replay.jobs.probe_runners import DRAIN_S, VirtualRunner
-from replay.jobs.twin_file import to_toml, write_twin
-from replay.jobs.twin_fit import NAMES, DecodePoint, PrefillPoint, fit, true_coefficients
-from replay.sim.profile_file import ProfileFileError, load_profile_file
-from replay.sim.profiles import get_profile
-from replay.sim.virtual import simulate
+from replay.sim.core.profile_file import ProfileFileError, load_profile_file
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.virtual import simulate
+from replay.twin.fit import NAMES, DecodePoint, PrefillPoint, fit, true_coefficients
+from replay.twin.probe import ProbeConfig, ProbeResult, probe
+from replay.twin.profile_out import to_toml, write_twin
+from replay.twin.runners import DRAIN_S, VirtualRunner
 from replay.workload.trajectory import default_workload_path, load_workload
 
 # The known host: the 8B model on one H100 with a third of its memory (76k tokens of KV, the `overloaded`

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from test_flavour_streams import read, sse
 
-from replay.clients.chat import ChatFlavour
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.flavours.chat import ChatFlavour
 from replay.clients.provider_fields import header_timings
 
 CHAT = ChatFlavour(RequestOptions(model="m"))

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.clock_sync import REQUEST_TIMES
-from replay.jobs.remote_worker import SKEW_ENV
-from replay.results.run_reader import read_run
+from replay.records.reader import read_run
+from replay.scale.clock_sync import REQUEST_TIMES
+from replay.scale.remote_worker import SKEW_ENV
 
 pytest.importorskip("ray")
 

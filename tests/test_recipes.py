@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from conftest import SHARED
 
 from replay.cli import main
-from replay.results.metrics import steady_window, summarize
-from replay.results.run_reader import read_run
-from replay.results.windows import rebuild
+from replay.metrics.summary import steady_window, summarize
+from replay.metrics.windows import rebuild
+from replay.records.reader import read_run
 from replay.workload.importers import import_paths, write_canonical
 
 WEKA = SHARED / "trajectories" / "real" / "weka" / "sample_trace_with_subagent.json"

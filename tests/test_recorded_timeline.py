@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.results.recorded_timeline import recorded_timeline
-from replay.results.records import RunData, TaskRecord
+from replay.metrics.recorded_timeline import recorded_timeline
+from replay.records.run_file import RunData, TaskRecord
 
 
 def _workload(path: Path) -> Path:

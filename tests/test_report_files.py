@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from report_runs import recorded_run
 
 from replay.cli import main
-from replay.results.csv_export import REQUEST_COLUMNS
-from replay.results.run_reader import read_run
+from replay.records.reader import read_run
+from replay.reports.csv_export import REQUEST_COLUMNS
 
 SECTIONS = ("headline", "latency", "throughput", "cache", "tasks", "client", "truth", "distributions", "over-time",
             "sessions", "by-context", "by-turn", "recorded")  # fmt: skip

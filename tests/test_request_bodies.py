@@ -23,10 +23,10 @@ import orjson
 from aiohttp import web
 
 from replay.clients.client import make_client
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 from replay.sessions.session import _salted
 from replay.workload.history import HistoryPolicy
 from replay.workload.tokens import get_tokenizer

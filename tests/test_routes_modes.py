@@ -10,14 +10,14 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.host_tally import tally_of
-from replay.results.metrics import summarize
-from replay.results.records import RequestRecord
-from replay.results.routes import speed_modes as _modes
-from replay.results.run_reader import read_run
-from replay.results.text_report import to_text
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.host.host_tally import tally_of
+from replay.metrics.host.routes import speed_modes as _modes
+from replay.metrics.summary import summarize
+from replay.records.reader import read_run
+from replay.records.run_file import RequestRecord
+from replay.reports.text_report import to_text
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 

@@ -11,14 +11,14 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.metrics import steady_window, summarize
-from replay.results.run_reader import read_run
-from replay.results.text_report import to_json, to_text
-from replay.results.truth_compare import client_token_times, host_token_times
-from replay.results.verdict import judge
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.summary import steady_window, summarize
+from replay.metrics.truth_compare import client_token_times, host_token_times
+from replay.records.reader import read_run
+from replay.reports.text_report import to_json, to_text
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
+from replay.verdict.judge import judge
 
 TOLERANCE_S = 0.005
 

@@ -5,9 +5,9 @@ import aiohttp
 import pytest
 from sim_helpers import body_for, post, sse, token_texts
 
-from replay.sim.dialects import DIALECTS
-from replay.sim.server import start_sim
-from replay.sim.wire import piece_text
+from replay.sim.server.app import start_sim
+from replay.sim.server.dialects import DIALECTS
+from replay.sim.wire.openai import piece_text
 
 N, R = 10, 3  # answer tokens of each request; the reasoning profile streams the first 3 as reasoning
 BASE_KEYS = {"id", "object", "created", "model", "choices"}

@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from replay.sim.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine, step_shape
-from replay.sim.profiles import GB, PROFILES, SimProfile, get_profile
-from replay.sim.step_table import StepShape
+from replay.sim.core.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine, step_shape
+from replay.sim.core.profiles import GB, PROFILES, SimProfile, get_profile
+from replay.sim.core.step_table import StepShape
 
 FAST = get_profile("fast")
 

@@ -7,8 +7,8 @@ import aiohttp
 import pytest
 from sim_helpers import APIS, body_for, ended, post, reported_usage, sse, token_texts
 
-from replay.sim.server import start_sim
-from replay.sim.wire import piece_text
+from replay.sim.server.app import start_sim
+from replay.sim.wire.openai import piece_text
 
 N = 20  # answer tokens of every request here: the fast profile answers exactly max_tokens
 

@@ -9,13 +9,13 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.embedded_host import embedded_host
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.run_reader import read_run
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.records.reader import read_run
+from replay.runner.embedded_host import embedded_host
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
-from replay.sim.faults import FaultPlan, FaultSpec
-from replay.sim.server import start_sim
+from replay.sim.server.app import start_sim
+from replay.sim.server.faults import FaultPlan, FaultSpec
 
 MESSAGES = [{"role": "user", "content": "Fix the failing test"}]
 

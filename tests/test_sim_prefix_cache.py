@@ -3,9 +3,9 @@ checked step by step against a slow and obvious reference model of blocks."""
 
 import numpy as np
 
-from replay.sim.engine import EngineCore
-from replay.sim.prefix_cache import KVBlockPool
-from replay.sim.profiles import get_profile
+from replay.sim.core.engine import EngineCore
+from replay.sim.core.prefix_cache import KVBlockPool
+from replay.sim.core.profiles import get_profile
 
 
 class ReferencePool:

@@ -12,13 +12,13 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.embedded_host import embedded_host
-from replay.sim.engine import EngineCore
-from replay.sim.profile_file import ProfileFileError, load_profile_file, resolve_profile
-from replay.sim.profiles import get_profile
-from replay.sim.server import start_sim
-from replay.sim.step_table import StepShape, StepTable
-from replay.sim.virtual import simulate
+from replay.runner.embedded_host import embedded_host
+from replay.sim.core.engine import EngineCore
+from replay.sim.core.profile_file import ProfileFileError, load_profile_file, resolve_profile
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.step_table import StepShape, StepTable
+from replay.sim.core.virtual import simulate
+from replay.sim.server.app import start_sim
 from replay.workload.trajectory import load_workload
 
 TABLE = """

@@ -1,7 +1,7 @@
 """Every shipped profile that names a real model and GPU agrees with aiconfigurator's kernel database.
 
 The reference (/work/shared/reference/aiconfigurator-step-times.json) predicts forward-pass times from
-kernels measured on the hardware. How its questions map onto the sim (``replay.sim.reference_check``):
+kernels measured on the hardware. How its questions map onto the sim (``replay.sim.core.reference_check``):
 
 - prefill of ``batch`` prompts of ``input_tokens``, ``cached_prefix`` of them cached: the engine, as the
   server runs it, is given the prefix first, then the batch; the figure is the time until the last
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.sim.profiles import get_profile
-from replay.sim.reference_check import CASES, REFERENCE_FILE, compare, find_case, load_reference, sim_prefill_s
-from replay.sim.step_table import StepShape
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.reference_check import CASES, REFERENCE_FILE, compare, find_case, load_reference, sim_prefill_s
+from replay.sim.core.step_table import StepShape
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 TOLERANCE = 0.25

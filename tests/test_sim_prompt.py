@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from replay.sim.prompt import REPLY_PRIMING, PromptTokenizer, message_token_ids
+from replay.sim.core.prompt import REPLY_PRIMING, PromptTokenizer, message_token_ids
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
 
 TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls -la"}'}}

@@ -8,11 +8,11 @@ import orjson
 import pytest
 from sim_helpers import post, sse
 
-from replay.sim.profiles import get_profile
-from replay.sim.prompt import PromptTokenizer
-from replay.sim.response_store import ResponseStore
-from replay.sim.server import start_sim
-from replay.sim.wire import piece_text
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.prompt import PromptTokenizer
+from replay.sim.server.app import start_sim
+from replay.sim.server.response_store import ResponseStore
+from replay.sim.wire.openai import piece_text
 
 SYSTEM = "You are a careful coding agent. " * 20
 ARGS = '{"cmd":"ls -la"}'

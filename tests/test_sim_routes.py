@@ -8,8 +8,8 @@ import orjson
 import pytest
 from sim_helpers import body_for, post, sse
 
-from replay.sim.routes import FallbackSpec, RoutePlan
-from replay.sim.server import start_sim
+from replay.sim.server.app import start_sim
+from replay.sim.server.routes import FallbackSpec, RoutePlan
 
 
 def test_fallback_spec_parses_and_rejects():

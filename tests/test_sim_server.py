@@ -9,11 +9,11 @@ import orjson
 import pytest
 from multidict import CIMultiDict
 
-from replay.sim.prefix_cache import PrefixCache
-from replay.sim.profiles import get_profile
-from replay.sim.prompt import PromptTokenizer
-from replay.sim.server import start_sim
-from replay.sim.wire import piece_text
+from replay.sim.core.prefix_cache import PrefixCache
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.prompt import PromptTokenizer
+from replay.sim.server.app import start_sim
+from replay.sim.wire.openai import piece_text
 from replay.workload.tokens import get_tokenizer
 
 CONTEXT = [

@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.jobs.embedded_host import embedded_host
+from replay.runner.embedded_host import embedded_host
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_serve_prints_ready_serves_and_stops_on_sigterm(tmp_path):
     truth = tmp_path / "truth.jsonl"
-    code = f"from replay.sim.server import serve; serve(port=0, profile='fast', truth_log={str(truth)!r})"
+    code = f"from replay.sim.server.app import serve; serve(port=0, profile='fast', truth_log={str(truth)!r})"
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

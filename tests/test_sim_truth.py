@@ -4,7 +4,7 @@ The sim runs in its own process (as ``replay run`` starts it; profile ``moe-8gpu
 and the client replays 64 sessions at once. Answers have different lengths and sessions pause for
 different tool times, so calls end and arrive spread out as an agent fleet's do (64 identical answers
 would end in one engine step, and the client's per-call work for all of them would hold its event loop
-for tens of milliseconds). The comparison is replay.results.truth_compare's, the one ``replay report`` prints.
+for tens of milliseconds). The comparison is replay.metrics.truth_compare's, the one ``replay report`` prints.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.embedded_host import embedded_host
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.run_reader import read_run
-from replay.results.truth_compare import client_token_times, compare, host_token_times, load_truth
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.truth_compare import client_token_times, compare, host_token_times, load_truth
+from replay.records.reader import read_run
+from replay.runner.embedded_host import embedded_host
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 
 TOLERANCE_S = 0.005

@@ -4,8 +4,8 @@ rises then flattens; the overloaded host peaks at the knee its KV budget predict
 import numpy as np
 import pytest
 
-from replay.sim.profiles import get_profile
-from replay.sim.virtual import simulate
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.virtual import simulate
 from replay.workload.trajectory import default_workload_path, load_workload
 
 

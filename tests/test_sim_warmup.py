@@ -5,10 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from replay.sim.engine import EngineCore
-from replay.sim.profiles import get_profile
-from replay.sim.step_table import StepShape
-from replay.sim.virtual import simulate
+from replay.sim.core.engine import EngineCore
+from replay.sim.core.profiles import get_profile
+from replay.sim.core.step_table import StepShape
+from replay.sim.core.virtual import simulate
 from replay.workload.trajectory import default_workload_path, load_workload
 
 WARM = get_profile("speculator-warmup")

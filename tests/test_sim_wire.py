@@ -3,8 +3,9 @@
 import orjson
 import pytest
 
-from replay.sim.exchange import Timings
-from replay.sim.wire import (
+from replay.sim.server.exchange import Timings
+from replay.sim.wire.anthropic import MessagesStream
+from replay.sim.wire.openai import (
     DONE,
     ChatStream,
     CompletionStream,
@@ -13,7 +14,6 @@ from replay.sim.wire import (
     piece_text,
     usage,
 )
-from replay.sim.wire_messages import MessagesStream
 from replay.workload.tokens import count_tokens
 
 

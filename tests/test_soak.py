@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.host_metrics import parse
+from replay.runner.host_metrics import parse
 
 
 def _workload(tmp_path: Path) -> Path:

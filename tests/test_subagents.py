@@ -8,9 +8,9 @@ import orjson
 import pytest
 from conftest import simple_turns, write_trajectory
 
-from replay.jobs.single_run import RunSpec, execute
-from replay.results.run_reader import read_run
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.records.reader import read_run
+from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.trajectory import TrajectoryError, load_workload
 

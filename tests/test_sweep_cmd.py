@@ -152,8 +152,8 @@ def test_two_hosts_swept_side_by_side_and_rebuilt(small_sweep, tmp_path):
 
 
 def test_hardware_comes_from_the_options_then_the_hosts_file_then_the_sim_profile(tmp_path):
-    from replay.jobs.hardware import hardware_for
-    from replay.jobs.single_run import RunSpec
+    from replay.hosts.hardware import hardware_for
+    from replay.runner.single_run import RunSpec
 
     hosts = tmp_path / "hosts.toml"
     hosts.write_text('[hosts.node]\nurl = "http://127.0.0.1:9/v1"\ngpus = 8\npower_kw = 5.6\n')

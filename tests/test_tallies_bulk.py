@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from replay.results.accumulator import US, Accumulator
-from replay.results.histogram import HIGHEST, Histogram
-from replay.results.recipe_tally import SLICE_S, RecipeTally
-from replay.results.records import RequestRecord
+from replay.metrics.accumulator import US, Accumulator
+from replay.metrics.histogram import HIGHEST, Histogram
+from replay.metrics.recipes.recipe_tally import SLICE_S, RecipeTally
+from replay.records.run_file import RequestRecord
 
 
 def _record(rng: np.random.Generator, reads: int) -> RequestRecord:

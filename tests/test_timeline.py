@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from replay.results.records import RequestRecord, RunData
-from replay.results.timeline import INTERVAL_SOURCES, Interval, bin_width, series, session_intervals
+from replay.metrics.timeline import INTERVAL_SOURCES, Interval, bin_width, series, session_intervals
+from replay.records.run_file import RequestRecord, RunData
 
 
 def _req(rid: str, turn: int, t_call: float, t_sent: float, t_done: float, **kw) -> RequestRecord:

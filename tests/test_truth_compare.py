@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from replay.results.records import RequestRecord
-from replay.results.truth_compare import TruthLogError, compare, load_truth
+from replay.metrics.truth_compare import TruthLogError, compare, load_truth
+from replay.records.run_file import RequestRecord
 
 
 def _record(rid: str, t_sent: float, chunks: list[float], **kw) -> RequestRecord:
@@ -70,9 +70,9 @@ def test_load_truth_names_the_bad_line_and_skips_a_torn_last_one(tmp_path: Path)
 def test_a_long_run_is_checked_on_every_kth_call_in_bounded_memory(tmp_path: Path, monkeypatch) -> None:
     from conftest import simple_turns, write_trajectory
 
-    from replay.jobs.single_run import RunSpec, execute
-    from replay.results import truth_compare
-    from replay.sessions.closed_loop import LoadConfig
+    from replay.loops.closed_loop import LoadConfig
+    from replay.metrics import truth_compare
+    from replay.runner.single_run import RunSpec, execute
     from replay.sessions.tool_time import ToolTimePolicy
 
     work = tmp_path / "w.jsonl"

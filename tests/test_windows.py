@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.results.metrics import steady_window, summarize
-from replay.results.run_reader import read_run
-from replay.results.streaming import summarize_file
-from replay.results.windows import rebuild, series, span
+from replay.metrics.streaming import summarize_file
+from replay.metrics.summary import steady_window, summarize
+from replay.metrics.windows import rebuild, series, span
+from replay.records.reader import read_run
 
 
 def _workload(tmp_path: Path) -> Path:

@@ -20,17 +20,17 @@ from conftest import simple_turns, write_trajectory
 import replay
 from replay import event_loop
 from replay.cli import main
-from replay.clients.flavour import RequestOptions
+from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
-from replay.jobs.clock_sync import REQUEST_TIMES, TASK_TIMES, best_offset, shift_message
-from replay.jobs.embedded_host import embedded_host
-from replay.jobs.remote_worker import SKEW_ENV
-from replay.jobs.single_run import SIM_MODEL
-from replay.jobs.worker_link import WorkerListener, tcp_processes
-from replay.jobs.workers import ShardedRun, WorkerError, run_workers
-from replay.results.records import RequestRecord, RunWriter, TaskRecord
-from replay.results.run_reader import read_run
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.records.reader import read_run
+from replay.records.run_file import RequestRecord, RunWriter, TaskRecord
+from replay.runner.embedded_host import embedded_host
+from replay.runner.single_run import SIM_MODEL
+from replay.scale.clock_sync import REQUEST_TIMES, TASK_TIMES, best_offset, shift_message
+from replay.scale.remote_worker import SKEW_ENV
+from replay.scale.worker_link import WorkerListener, tcp_processes
+from replay.scale.workers import ShardedRun, WorkerError, run_workers
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.trajectory import load_workload
 
@@ -141,7 +141,7 @@ def test_the_key_reached_the_workers_and_nothing_else(skewed: dict[str, Any]) ->
 
 
 def test_the_tcp_workers_make_the_same_calls_as_local_ones(skewed: dict[str, Any], tmp_path: Path) -> None:
-    from replay.jobs.single_run import RunSpec, execute
+    from replay.runner.single_run import RunSpec, execute
 
     work = tmp_path / "w.jsonl"
     for i in range(8):
@@ -195,7 +195,7 @@ def test_what_needs_one_process_is_refused_with_ray(tmp_path: Path, args: list[s
 
 
 def test_ray_is_imported_only_when_a_run_asks_for_it() -> None:
-    code = ("import sys, replay.cli, replay.jobs.single_run, replay.jobs.ray_workers, replay.jobs.workers; "
+    code = ("import sys, replay.cli, replay.runner.single_run, replay.scale.ray_workers, replay.scale.workers; "
             "print('ray' in sys.modules)")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(Path(replay.__file__).resolve().parents[1])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)

@@ -18,13 +18,13 @@ from click.testing import CliRunner
 from conftest import simple_turns, write_trajectory
 
 from replay.cli import main
-from replay.jobs.single_run import RunError, RunSpec, check_spec, execute
-from replay.jobs.workers import shard_lanes
-from replay.results.metrics import Window, _client
-from replay.results.run_reader import read_run
-from replay.results.streaming import StreamSummary
-from replay.results.text_report import to_text
-from replay.sessions.closed_loop import LoadConfig
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.streaming import StreamSummary
+from replay.metrics.summary import Window, _client
+from replay.records.reader import read_run
+from replay.reports.text_report import to_text
+from replay.runner.single_run import RunError, RunSpec, check_spec, execute
+from replay.scale.workers import shard_lanes
 from replay.sessions.tool_time import ToolTimePolicy
 
 
@@ -255,7 +255,7 @@ def test_a_workers_abort_stops_every_worker(tmp_path: Path) -> None:
 
 def test_a_worker_killed_stops_the_run_with_a_clear_error(tmp_path: Path) -> None:
     proc, out, kids = _start(tmp_path)
-    workers = [p for p in kids if b"replay.jobs.worker_proc" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    workers = [p for p in kids if b"replay.scale.worker_proc" in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(workers) == 2
     os.kill(workers[1], signal.SIGKILL)
     _, err = proc.communicate(timeout=60)

@@ -37,7 +37,7 @@ class WholeHelpGroup(click.Group):
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         """Click's main, with the documented exit codes: 1 for a usage or input error (click would say 2, which
-        replay keeps for a breached threshold; see replay/results/verdict.py)."""
+        replay keeps for a breached threshold; see replay/verdict/judge.py)."""
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         try:

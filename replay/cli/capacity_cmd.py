@@ -51,8 +51,8 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
     Each probe is one run (a warm-up, then a steady window); the boundary level is repeated. The answer is also
     given per GPU, per kW and per MW of accelerator power, and per dollar-hour, where those are known.
     """
-    from replay.jobs.capacity import CapacityPlan, result, search, write_index
-    from replay.results.thresholds import ThresholdError, parse_all
+    from replay.studies.capacity import CapacityPlan, result, search, write_index
+    from replay.verdict.thresholds import ThresholdError, parse_all
 
     study_options.require_plots(opts)
     try:
@@ -99,12 +99,12 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
 
 
 def _emit(doc: dict[str, Any], opts: dict[str, Any], index: Path, targets: list) -> None:
-    from replay.results.study_text import capacity_text
-    from replay.results.text_report import to_json
+    from replay.reports.studies.study_text import capacity_text
+    from replay.reports.text_report import to_json
 
     click.echo(study_options.scrubbed(to_json(doc) if opts["as_json"] else capacity_text(doc), targets))
     if opts.get("html_path"):
-        from replay.results.sweep_page import capacity_page
+        from replay.reports.studies.sweep_page import capacity_page
 
         Path(opts["html_path"]).write_text(capacity_page(doc), encoding="utf-8")
         click.echo(f"wrote {opts['html_path']}", err=True)

@@ -36,9 +36,9 @@ def verify(claims_file: str, trajectories: tuple[str, ...], **opts: Any) -> None
     Prints claimed, measured, ratio and pass or fail at each claim's tolerance, and the conditions (hardware, model,
     workload, output length) the host could not be shown to match.
     """
-    from replay.jobs.claims import ClaimsError, load_claims
-    from replay.jobs.claims_verify import report
-    from replay.jobs.claims_verify import verify as verify_claims
+    from replay.studies.claims import ClaimsError, load_claims
+    from replay.studies.claims_verify import report
+    from replay.studies.claims_verify import verify as verify_claims
 
     try:
         defaults, claim_list = load_claims(claims_file)
@@ -57,8 +57,8 @@ def verify(claims_file: str, trajectories: tuple[str, ...], **opts: Any) -> None
     except study_options.user_errors() as exc:
         raise click.ClickException(str(exc)) from None
     doc = report(claims_file, facts, study_options.mode(opts), rows, levels)
-    from replay.results.study_text import claims_text
-    from replay.results.text_report import to_json
+    from replay.reports.studies.study_text import claims_text
+    from replay.reports.text_report import to_json
 
     click.echo(study_options.scrubbed(to_json(doc) if opts["as_json"] else claims_text(doc), targets))
 
@@ -82,11 +82,11 @@ def _seen(opts: dict[str, Any]) -> Any:
 
 
 def _facts(t: Any, workload: Any) -> Any:
-    from replay.jobs.claims_verify import HostFacts
+    from replay.studies.claims_verify import HostFacts
 
     description, model = None, t.spec.model
     if t.spec.host is None:
-        from replay.sim.profiles import PROFILES
+        from replay.sim.core.profiles import PROFILES
 
         profile = PROFILES.get(t.spec.sim_profile)
         description = profile.description if profile else None

@@ -34,10 +34,10 @@ def compare(a: str, b: str, resamples: int, seed: int, out: str | None, **opts: 
     A and B are run files, or sweep indexes (sweep.json) compared level by level. --gpus, --power-kw and
     --price-per-hour apply to both, or give them twice: A's, then B's.
     """
-    from replay.jobs.compare import compare_runs, compare_sweeps, side_from_file
-    from replay.jobs.side_by_side import inputs
-    from replay.jobs.study_files import index_format, write_json
-    from replay.jobs.sweep import load_sweep
+    from replay.studies.compare import compare_runs, compare_sweeps, side_from_file
+    from replay.studies.side_by_side import inputs
+    from replay.studies.study_files import index_format, write_json
+    from replay.studies.sweep import load_sweep
 
     study_options.require_plots(opts)
     kinds = [index_format(p) for p in (a, b)]
@@ -71,12 +71,12 @@ def _names(a: str, b: str) -> tuple[str, str]:
 
 
 def _emit(doc: dict[str, Any], opts: dict[str, Any], pairs: list | None) -> None:
-    from replay.results.study_text import compare_text
-    from replay.results.text_report import to_json
+    from replay.reports.studies.study_text import compare_text
+    from replay.reports.text_report import to_json
 
     click.echo(to_json(doc) if opts["as_json"] else compare_text(doc))
     if opts.get("html_path"):
-        from replay.results.compare_page import compare_page
+        from replay.reports.studies.compare_page import compare_page
 
         Path(opts["html_path"]).write_text(compare_page(doc, pairs), encoding="utf-8")
         click.echo(f"wrote {opts['html_path']}", err=True)

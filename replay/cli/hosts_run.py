@@ -13,11 +13,11 @@ from replay.cli import study_options
 
 def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, quiet: bool, opts: dict[str, Any]) -> None:
     """One run per host (run files ``OUT.<n>-<host>.jsonl``), the comparison in ``OUT.compare.json``, printed."""
-    from replay.jobs.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_runs, inputs, run_all, slug
-    from replay.jobs.single_run import default_out_path, execute
-    from replay.jobs.study_files import write_json
-    from replay.results.study_text import hosts_text
-    from replay.results.text_report import to_json
+    from replay.reports.studies.study_text import hosts_text
+    from replay.reports.text_report import to_json
+    from replay.runner.single_run import default_out_path, execute
+    from replay.studies.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_runs, inputs, run_all, slug
+    from replay.studies.study_files import write_json
 
     targets = study_options.targets(opts, trajectories)
     base = Path(out) if out else default_out_path()
@@ -35,7 +35,7 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
         sys.exit(130)
     except study_options.user_errors() as exc:
         raise click.ClickException(str(exc)) from None
-    from replay.jobs.compare import side_from_file
+    from replay.studies.compare import side_from_file
 
     sides = [side_from_file(p, t.label, t.hardware) for t, p in zip(targets, paths, strict=True)]
     doc = hosts_runs(sides, AT_ONCE if at_once else ONE_AFTER_ANOTHER)
@@ -45,4 +45,4 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
     click.echo(study_options.scrubbed(to_json(doc) if as_json else hosts_text(doc), targets))
     if not quiet:
         click.echo(f"run files: {', '.join(map(str, paths))}; comparison: {index} (replay report {index})", err=True)
-    sys.exit(max(r.exit_code for r in results))  # the worst run's verdict (replay.results.verdict)
+    sys.exit(max(r.exit_code for r in results))  # the worst run's verdict (replay.verdict.judge)

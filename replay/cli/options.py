@@ -30,6 +30,6 @@ def parse_bytes(value: str) -> int:
 
 def profile_names() -> str:
     """The simulated host's profile names, comma-separated, for help texts (one list: ``PROFILES``)."""
-    from replay.sim.profiles import PROFILES  # stdlib only: cheap at import time of the CLI
+    from replay.sim.core.profiles import PROFILES  # stdlib only: cheap at import time of the CLI
 
     return ", ".join(PROFILES)

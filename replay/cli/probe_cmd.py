@@ -74,11 +74,11 @@ def probe(
     quiet: bool,
     **opts: Any,
 ) -> None:
-    from replay.jobs.embedded_host import embedded_host
-    from replay.jobs.probe import MIN_DURATION_S, ProbeConfig, ProbeError
-    from replay.jobs.probe import probe as run_probe
-    from replay.jobs.probe_runners import HttpRunner, ProbeInterrupted
-    from replay.jobs.single_run import SIM_MODEL, RunError, RunSpec, check_spec
+    from replay.runner.embedded_host import embedded_host
+    from replay.runner.single_run import SIM_MODEL, RunError, RunSpec, check_spec
+    from replay.twin.probe import MIN_DURATION_S, ProbeConfig, ProbeError
+    from replay.twin.probe import probe as run_probe
+    from replay.twin.runners import HttpRunner, ProbeInterrupted
     from replay.workload.trajectory import TrajectoryError, default_workload_path, load_workload
 
     if not out:
@@ -159,7 +159,7 @@ def _seconds(text: str, option: str) -> float:
 
 def _write(path: Path, result: Any, host: str, model: str | None, api: str, workload: Any, duration: float) -> None:
     from replay import __version__
-    from replay.jobs.twin_file import write_twin
+    from replay.twin.profile_out import write_twin
 
     created = datetime.now(UTC).isoformat(timespec="seconds")
     provenance = {"host": host, "model": model or "", "api": api, "created": created, "replay_version": __version__,

@@ -79,8 +79,8 @@ def _tiers(specs: tuple[str, ...]) -> tuple[tuple[str, float, float], ...] | Non
 
 def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     """``spec`` with the recipe applied, the start point, the arrivals and the facts the figures need."""
-    from replay.jobs.recipes import RecipeFacts, apply_recipe, get_recipe
-    from replay.sessions.arrivals import Arrivals
+    from replay.loops.arrivals import Arrivals
+    from replay.runner.recipes import RecipeFacts, apply_recipe, get_recipe
     from replay.sessions.lanes import LaneConfig
     from replay.sessions.start_points import StartAt
 

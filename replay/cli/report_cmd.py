@@ -46,15 +46,15 @@ def report(
     RUN_FILE may also be a study's index (sweep.json, capacity.json, compare.json): its figures are rebuilt from
     the run files it names.
     """
-    from replay.jobs.study_files import index_format
+    from replay.studies.study_files import index_format
 
     if fmt := index_format(run_file):  # a sweep's, a capacity search's or a comparison's index
         from replay.cli.study_report import report_index
 
         return report_index(run_file, fmt, as_json, html_path, csv_dir)
-    from replay.jobs.rebuild import rebuild_run
-    from replay.results.plots import PlotsUnavailable, require_matplotlib
-    from replay.results.text_report import to_json, to_text
+    from replay.reports.plots import PlotsUnavailable, require_matplotlib
+    from replay.reports.text_report import to_json, to_text
+    from replay.runner.rebuild import rebuild_run
 
     between = None
     if from_ is not None or to is not None:
@@ -69,13 +69,13 @@ def report(
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))
     try:
         if csv_dir:
-            from replay.results.csv_export import write_csv
+            from replay.reports.csv_export import write_csv
 
             written = write_csv(data, summary, csv_dir)
             click.echo(f"wrote {', '.join(map(str, written))}", err=True)
         if html_path:
-            from replay.results.html_report import render
-            from replay.results.report_input import RunReport
+            from replay.reports.html_report import render
+            from replay.reports.report_input import RunReport
 
             page = render(RunReport(data, summary, built.drift, Path(run_file).name))
             Path(html_path).write_text(page, encoding="utf-8")

@@ -40,9 +40,9 @@ def run(
     trajectories: tuple[str, ...], out: str | None, resume: str | None, as_json: bool, quiet: bool, **opts: Any
 ) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
-    from replay.jobs.single_run import RunError, check_spec, execute
-    from replay.results.scrub import Scrubber
-    from replay.results.text_report import to_json, to_text
+    from replay.records.scrub import Scrubber
+    from replay.reports.text_report import to_json, to_text
+    from replay.runner.single_run import RunError, check_spec, execute
     from replay.workload.trajectory import TrajectoryError
 
     if resume and out and out != resume:

@@ -18,7 +18,7 @@ import click
 import orjson
 
 from replay.cli.options import parse_bytes, parse_duration, profile_names
-from replay.clients.flavour import API_FLAVOURS
+from replay.clients.flavours.base import API_FLAVOURS
 
 HOST = [
     click.option(
@@ -408,12 +408,12 @@ def resolve_host(value: str | None, sim_profile: str) -> tuple[str | None, str]:
     """(the host to run against, or None for the embedded simulated host; its profile) for one ``--host`` value.
 
     ``sim:PROFILE`` (or ``sim``) is the embedded simulated host with that profile; anything else (a URL, a preset,
-    a hosts-file name) is the run's host, which ``replay.jobs.hosts.resolve`` reads and checks."""
+    a hosts-file name) is the run's host, which ``replay.hosts.resolve.resolve`` reads and checks."""
     if value is None or value.strip() == "sim":
         return None, sim_profile
     text = value.strip()
     if text.startswith(SIM_HOST):
-        from replay.sim.profiles import PROFILES  # stdlib only
+        from replay.sim.core.profiles import PROFILES  # stdlib only
 
         name = text[len(SIM_HOST) :]
         if name not in PROFILES:
@@ -454,8 +454,8 @@ def specs_from(opts: dict[str, Any], trajectories: tuple[str, ...] = ()) -> list
 
 
 def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...], out: str | None) -> Any:
-    from replay.jobs.single_run import RunSpec
-    from replay.sessions.closed_loop import LoadConfig
+    from replay.loops.closed_loop import LoadConfig
+    from replay.runner.single_run import RunSpec
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy
 

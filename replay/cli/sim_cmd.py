@@ -61,12 +61,12 @@ def sim(
     list_profiles: bool,
 ) -> None:
     """Run the simulated OpenAI- and Anthropic-compatible host on its own."""
-    from replay.sim.dialects import get_dialect
-    from replay.sim.faults import FaultSpec
-    from replay.sim.profile_file import ProfileFileError, load_profile_file
-    from replay.sim.profiles import PROFILES, get_profile
-    from replay.sim.routes import FallbackSpec
-    from replay.sim.server import serve
+    from replay.sim.core.profile_file import ProfileFileError, load_profile_file
+    from replay.sim.core.profiles import PROFILES, get_profile
+    from replay.sim.server.app import serve
+    from replay.sim.server.dialects import get_dialect
+    from replay.sim.server.faults import FaultSpec
+    from replay.sim.server.routes import FallbackSpec
 
     try:
         get_profile(profile)

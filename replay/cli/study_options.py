@@ -117,8 +117,8 @@ def _nth(values: tuple[Any, ...], i: int, hosts: int, option: str) -> Any:
 
 def hardware(opts: dict[str, Any], specs: list[Any]) -> list[Any]:
     """The hardware of each spec's host: the options, else its hosts-file table's or its sim profile's."""
-    from replay.jobs.hardware import hardware_for
-    from replay.jobs.hosts import HostError
+    from replay.hosts.hardware import hardware_for
+    from replay.hosts.resolve import HostError
 
     n = len(specs)
     out = []
@@ -139,7 +139,7 @@ def hardware(opts: dict[str, Any], specs: list[Any]) -> list[Any]:
 
 def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
     """One ``Target`` per ``--host`` (label, spec, hardware): the same workload, load and seed for each."""
-    from replay.jobs.side_by_side import Target
+    from replay.studies.side_by_side import Target
 
     run_opts = {k: v for k, v in opts.items() if k not in STUDY_ONLY}  # a level's stop and window are the study's
     specs = run_options.specs_from(run_opts, trajectories)
@@ -156,7 +156,7 @@ def load_spec_workload(spec: Any) -> Any:
 
 def runner(opts: dict[str, Any], spec: Any, out_dir: Path, workload: Any = None) -> Any:
     """The level runner the options ask for: ``replay run`` per level, or the virtual clock (``--virtual``)."""
-    from replay.jobs.levels import RealRunner, VirtualRunner, tool_scale
+    from replay.studies.levels import RealRunner, VirtualRunner, tool_scale
 
     window, warmup = seconds(opts, "window"), seconds(opts, "warmup")
     if opts.get("virtual") and spec.host:
@@ -187,7 +187,7 @@ def mode(opts: dict[str, Any]) -> str:
 def require_plots(opts: dict[str, Any]) -> None:
     """Stop before any run when --html is asked and matplotlib is missing (one line, not a traceback later)."""
     if opts.get("html_path"):
-        from replay.results.plots import PlotsUnavailable, require_matplotlib
+        from replay.reports.plots import PlotsUnavailable, require_matplotlib
 
         try:
             require_matplotlib()
@@ -204,7 +204,7 @@ def command_line() -> str:
 
 def user_errors() -> tuple[type[Exception], ...]:
     """What a study stops on with one line: a bad workload, a host that cannot be run, a bad file or value."""
-    from replay.jobs.single_run import RunError
+    from replay.runner.single_run import RunError
     from replay.workload.trajectory import TrajectoryError
 
     return (TrajectoryError, RunError, ValueError, OSError)
@@ -212,7 +212,7 @@ def user_errors() -> tuple[type[Exception], ...]:
 
 def hardware_pair(opts: dict[str, Any]) -> list[Any]:
     """Two sides' hardware from the options (once for both, or twice: A's then B's); nothing is assumed."""
-    from replay.jobs.hardware import Hardware
+    from replay.hosts.hardware import Hardware
 
     keys = ("gpus", "power_kw", "price_per_hour")
     options = ("--gpus", "--power-kw", "--price-per-hour")
@@ -224,7 +224,7 @@ def hardware_pair(opts: dict[str, Any]) -> list[Any]:
 
 def relative_to(path: str | Path, base: Path) -> str:
     """``path`` as an index beside ``base`` should name it."""
-    from replay.jobs.study_files import relative
+    from replay.studies.study_files import relative
 
     return relative(Path(path), base)
 
@@ -233,7 +233,7 @@ def scrubbed(text: str, targets: list[Any]) -> str:
     """``text`` with every host's API key scrubbed: the last guard before the screen, as ``replay run`` has."""
     import os
 
-    from replay.results.scrub import Scrubber
+    from replay.records.scrub import Scrubber
 
     keys = {key for t in targets if (key := os.environ.get(t.spec.api_key_env))}
     return Scrubber(sorted(keys)).text(text) if keys else text

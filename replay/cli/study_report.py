@@ -10,21 +10,21 @@ import click
 
 def rebuild(path: str, fmt: str) -> tuple[dict[str, Any], list | None]:
     """The study's JSON, and for compared sweeps each pair's level rows (for their curves)."""
-    from replay.jobs.capacity import load_capacity
-    from replay.jobs.sweep import load_sweep
+    from replay.studies.capacity import load_capacity
+    from replay.studies.sweep import load_sweep
 
     if fmt == "replay.sweep/1":
         return load_sweep(path), None
     if fmt == "replay.capacity/1":
         return load_capacity(path), None
-    from replay.jobs.side_by_side import load_comparison
+    from replay.studies.side_by_side import load_comparison
 
     return load_comparison(path)
 
 
 def report_index(path: str, fmt: str, as_json: bool, html_path: str | None, csv_dir: str | None) -> None:
-    from replay.results import study_text
-    from replay.results.text_report import to_json
+    from replay.reports.studies import study_text
+    from replay.reports.text_report import to_json
 
     try:
         doc, sweep_levels = rebuild(path, fmt)
@@ -39,7 +39,7 @@ def report_index(path: str, fmt: str, as_json: bool, html_path: str | None, csv_
     else:
         click.echo(study_text.compare_text(doc) if doc["kind"] in ("runs", "sweeps") else study_text.hosts_text(doc))
     if csv_dir and fmt == "replay.sweep/1":
-        from replay.results.study_csv import write_levels_csv
+        from replay.reports.studies.study_csv import write_levels_csv
 
         click.echo(f"wrote {write_levels_csv(doc, Path(csv_dir) / 'levels.csv')}", err=True)
     elif csv_dir:
@@ -51,18 +51,18 @@ def report_index(path: str, fmt: str, as_json: bool, html_path: str | None, csv_
 
 def page(doc: dict[str, Any], fmt: str, sweep_levels: list | None) -> str:
     """The study's HTML page (needs matplotlib)."""
-    from replay.results.plots import PlotsUnavailable
+    from replay.reports.plots import PlotsUnavailable
 
     try:
         if fmt == "replay.sweep/1":
-            from replay.results.sweep_page import sweep_page
+            from replay.reports.studies.sweep_page import sweep_page
 
             return sweep_page(doc)
         if fmt == "replay.capacity/1":
-            from replay.results.sweep_page import capacity_page
+            from replay.reports.studies.sweep_page import capacity_page
 
             return capacity_page(doc)
-        from replay.results.compare_page import compare_page
+        from replay.reports.studies.compare_page import compare_page
 
         return compare_page(doc, sweep_levels)
     except PlotsUnavailable as exc:

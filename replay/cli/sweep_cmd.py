@@ -14,8 +14,8 @@ from replay.cli import run_options, study_options
 def _progress(level: Any, label: str, quiet: bool) -> None:
     if quiet:
         return
-    from replay.results.level_figures import value
-    from replay.results.study_text import fmt
+    from replay.metrics.level_figures import value
+    from replay.reports.studies.study_text import fmt
 
     s = level.summary
     click.echo(
@@ -63,11 +63,11 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
     Each level is one run: a warm-up, then a steady window of stated length. One run file per level and a sweep
     index (sweep.json) go into --out; `replay report DIR/sweep.json` rebuilds every figure from them.
     """
-    from replay.jobs.knee import parse_rule
-    from replay.jobs.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_sweeps, inputs, run_all, slug
-    from replay.jobs.study_files import write_json
-    from replay.jobs.sweep import SweepPlan, run_sweep
-    from replay.results.thresholds import ThresholdError, parse_all
+    from replay.studies.knee import parse_rule
+    from replay.studies.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_sweeps, inputs, run_all, slug
+    from replay.studies.study_files import write_json
+    from replay.studies.sweep import SweepPlan, run_sweep
+    from replay.verdict.thresholds import ThresholdError, parse_all
 
     study_options.require_plots(opts)
     concurrency = study_options.parse_levels(levels)
@@ -108,7 +108,7 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
     else:
         _emit(results[0], opts, None, base / "sweep.json", targets)
     if opts.get("csv_dir"):
-        from replay.results.study_csv import write_levels_csv
+        from replay.reports.studies.study_csv import write_levels_csv
 
         for i, (t, r) in enumerate(zip(targets, results, strict=True)):
             name = f"levels-{slug(t.label, i)}.csv" if several else "levels.csv"
@@ -116,18 +116,18 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
 
 
 def _emit(doc: dict[str, Any], opts: dict[str, Any], host_levels: list | None, index: Path, targets: list) -> None:
-    from replay.results.study_text import hosts_text, sweep_text
-    from replay.results.text_report import to_json
+    from replay.reports.studies.study_text import hosts_text, sweep_text
+    from replay.reports.text_report import to_json
 
     text = to_json(doc) if opts["as_json"] else (hosts_text(doc) if host_levels is not None else sweep_text(doc))
     click.echo(study_options.scrubbed(text, targets))
     if opts.get("html_path"):
         if host_levels is None:
-            from replay.results.sweep_page import sweep_page
+            from replay.reports.studies.sweep_page import sweep_page
 
             page = sweep_page(doc)
         else:
-            from replay.results.compare_page import compare_page
+            from replay.reports.studies.compare_page import compare_page
 
             page = compare_page(doc, [(host_levels[0], lv) for lv in host_levels[1:]])
         Path(opts["html_path"]).write_text(page, encoding="utf-8")

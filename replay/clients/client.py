@@ -13,19 +13,19 @@ from typing import Any
 
 from replay.clients import provider_fields
 from replay.clients.affinity import Affinity
-from replay.clients.anthropic import AnthropicFlavour
 from replay.clients.body import Body
-from replay.clients.chat import ChatFlavour
-from replay.clients.completions import CompletionsFlavour
 from replay.clients.errors import http_error_class
-from replay.clients.flavour import Conversation, Flavour, RequestOptions
+from replay.clients.flavours.anthropic import AnthropicFlavour
+from replay.clients.flavours.base import Conversation, Flavour, RequestOptions
+from replay.clients.flavours.chat import ChatFlavour
+from replay.clients.flavours.completions import CompletionsFlavour
+from replay.clients.flavours.responses import ResponsesFlavour
 from replay.clients.host import HostConfig
 from replay.clients.interpreter import STEP_BYTES, interpreter
-from replay.clients.responses import ResponsesFlavour
 from replay.clients.stream import StreamState, interpret, interpret_steps
 from replay.clients.transport import Received, Transport
 from replay.clients.usage import excerpt
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 from replay.workload.trajectory import Message
 
 FLAVOURS: dict[str, type[Flavour]] = {

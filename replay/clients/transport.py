@@ -21,7 +21,7 @@ from replay.clients import wire_stamps
 from replay.clients.body import Body, BodyPayload
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 
 # A body read only at its end stays in aiohttp's buffer meanwhile; reading must not pause before it ends (the
 # buffer holds what the client keeps anyway). aiohttp pauses at twice this many bytes or 1/16 as many chunks.

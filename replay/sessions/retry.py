@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 
 RETRY_STATUS = {408, 409, 429}
 _BEFORE_TOKENS = {"connect", "disconnect", "timeout", "incomplete", "empty", "stream_error"}

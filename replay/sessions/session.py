@@ -25,9 +25,9 @@ from time import perf_counter
 import orjson
 
 from replay.clients.client import HostClient
-from replay.clients.flavour import Conversation
+from replay.clients.flavours.base import Conversation
 from replay.clients.loop_turns import loop_turns
-from replay.results.records import RequestRecord, TaskRecord
+from replay.records.run_file import RequestRecord, TaskRecord
 from replay.sessions.lanes import WARMUP_MAX_TOKENS, LaneRuntime
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from replay.results.records import RequestRecord
+from replay.records.run_file import RequestRecord
 from replay.sessions.tree import Tree
 
 

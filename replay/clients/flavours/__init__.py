@@ -1,0 +1,1 @@
+"""The API flavours: each renders the canonical messages and reads its own stream."""

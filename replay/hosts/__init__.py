@@ -1,0 +1,1 @@
+"""Hosts: URLs, presets and the hosts file resolved; the hardware behind per-GPU figures."""

@@ -1,1 +1,0 @@
-"""Jobs: what a user asks for, end to end (one run; the embedded simulated host it may need)."""

@@ -1,0 +1,1 @@
+"""Figures from records: accumulators that merge exactly, the summary, windows, breakdowns."""

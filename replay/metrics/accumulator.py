@@ -1,0 +1,285 @@
+"""The raw material of every figure, gathered one request at a time: the summary without keeping the requests.
+
+A run's summary used to be made from the list of all its records; a soak of hours cannot hold that list. An
+``Accumulator`` takes each request as it comes (``add``), keeps only counts, sums and HdrHistograms (fixed memory,
+3 significant digits, exact merging), and turns into the same figures at the end (``figures``). Accumulators of
+parts of a run (the windows of a soak, the workers of a sharded run) merge exactly (``merge``) and travel as JSON
+(``encode``/``decode``), so a run file's window records rebuild the run's summary, and any span of it.
+
+Which requests a figure covers is the caller's call: ``measured`` says a request counts in the per-call figures
+(successful, sent in the steady window), and ``token_key`` names where its tokens go (for the summary: inside the
+steady window or not; for a window record: which window and phase each token fell in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+from replay.metrics.histogram import HIGHEST, Histogram
+from replay.metrics.host.host_tally import HostTally
+from replay.metrics.recipes.recipe_tally import RecipeTally
+from replay.metrics.task_figures import TaskTally
+from replay.records.run_file import RequestRecord, TaskRecord
+
+US = 1_000_000  # seconds → microseconds for latency histograms
+TPS_SCALE = 1000  # tokens/s → milli-tokens/s for speed histograms
+HISTOGRAMS = ("ttft", "ttfat", "e2e", "itl", "decode", "with_wait", "send_wait")
+K = 1024
+CONTEXT_EDGES = (0, 8 * K, 32 * K, 64 * K, 128 * K)  # prompt tokens, [low, high); the vendors' "8k" is 8 × 1024
+CONTEXT_LABELS = ("<8k", "8-32k", "32-64k", "64-128k", ">=128k")
+TURN_EDGES = (0, 1, 2, 4, 8, 16, 32, 64)  # turn index: powers of two, so early turns keep their own rows
+TURN_LABELS = ("0", "1", "2-3", "4-7", "8-15", "16-31", "32-63", ">=64")
+_SUMS = ("requests", "ok", "retries", "errors", "invalid_usage", "finals", "finals_failed", "prompt_tokens",
+         "cached_tokens", "output_tokens", "reasoning_tokens", "prompt_tokens_est", "reusable_prefix_tokens",
+         "measured", "m_est", "m_reusable", "m_reported", "m_host_prompt", "m_host_cached",
+         "m_prompt_reported")  # fmt: skip
+
+
+def new_histogram() -> Histogram:
+    return Histogram()
+
+
+def _clip(v: float) -> int:
+    return min(max(round(v), 1), HIGHEST)
+
+
+def token_scale(r: RequestRecord) -> float:
+    """Tokens per streamed event: 1 unless the host's usage says events carried more (or fewer)."""
+    if r.output_tokens and r.output_events:
+        return r.output_tokens / r.output_events
+    return 1.0
+
+
+def decode_tps(r: RequestRecord) -> float | None:
+    """Per-user decode speed after the first token: (output tokens − 1) / (last token − first token)."""
+    n_out = r.output_tokens if r.output_tokens is not None else r.output_events
+    if n_out >= 2 and r.t_first_token and r.t_last_token and r.t_last_token > r.t_first_token:
+        return (n_out - 1) / (r.t_last_token - r.t_first_token)
+    return None
+
+
+class _Bucket:
+    """One row of a breakdown: the per-call figures of the calls in it."""
+
+    __slots__ = ("decode", "est", "host_cached", "host_prompt", "reported", "requests", "reusable", "ttft")
+
+    def __init__(self) -> None:
+        self.requests = self.est = self.reusable = self.reported = self.host_prompt = self.host_cached = 0
+        self.ttft, self.decode = new_histogram(), new_histogram()
+
+    def add(self, r: RequestRecord) -> None:
+        self.requests += 1
+        self.est += r.prompt_tokens_est
+        self.reusable += r.reusable_prefix_tokens
+        if r.prompt_tokens is not None and r.cached_tokens is not None:
+            self.reported += 1
+            self.host_prompt += r.prompt_tokens
+            self.host_cached += r.cached_tokens
+        if r.t_first_token is not None:
+            self.ttft.record_value(_clip((r.t_first_token - r.t_sent) * US))
+        if (speed := decode_tps(r)) is not None:
+            self.decode.record_value(_clip(speed * TPS_SCALE))
+
+    def merge(self, other: _Bucket) -> None:
+        for name in ("requests", "est", "reusable", "reported", "host_prompt", "host_cached"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.ttft.add(other.ttft)
+        self.decode.add(other.decode)
+
+    def encode(self) -> list[Any]:
+        return [self.requests, self.est, self.reusable, self.reported, self.host_prompt, self.host_cached,
+                _enc(self.ttft), _enc(self.decode)]  # fmt: skip
+
+    @classmethod
+    def decode_from(cls, data: list[Any]) -> _Bucket:
+        b = cls()
+        b.requests, b.est, b.reusable, b.reported, b.host_prompt, b.host_cached = data[:6]
+        b.ttft, b.decode = _dec(data[6]), _dec(data[7])
+        return b
+
+
+def _enc(h: Histogram) -> str | None:
+    return h.encode()
+
+
+def _dec(data: str | None) -> Histogram:
+    return Histogram.decode(data)
+
+
+class Accumulator:
+    """Counts, sums and histograms of a set of requests (see the module's docstring)."""
+
+    def __init__(self, card: dict[str, Any] | None = None) -> None:
+        self.sums = dict.fromkeys(_SUMS, 0)
+        self.errors_by_class: dict[str, int] = {}
+        self.hist = {name: new_histogram() for name in HISTOGRAMS}
+        self.tokens: dict[Hashable, list[float]] = {}  # token_key -> [cached input, new input, output]
+        self.estimated_input = False
+        self.by_context = [_Bucket() for _ in CONTEXT_LABELS]
+        self.by_turn = [_Bucket() for _ in TURN_LABELS]
+        self.host = HostTally(card)  # what the host said about itself; ``card`` prices each request as it comes
+        self.recipe = RecipeTally()  # the AgentX, validity and intended-start figures (docs/recipes.md)
+        self.tasks = TaskTally()  # the tasks that ended (per-task figures)
+
+    # --- adding ------------------------------------------------------------------------------------------------
+    def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
+        """Count one request; ``measured``: it enters the per-call figures; ``token_key``: where its tokens go.
+        A warm-up call (a recipe's primer, max_tokens 1) is counted as one and is in no other figure."""
+        if r.phase == "warmup":
+            self.recipe.add_warmup()
+            return
+        s = self.sums
+        s["requests"] += 1
+        s["ok"] += r.error is None
+        s["retries"] += r.attempt > 1
+        if r.error:
+            s["errors"] += 1
+            self.errors_by_class[r.error] = self.errors_by_class.get(r.error, 0) + 1
+        s["invalid_usage"] += r.usage_raw is not None
+        if r.final:
+            s["finals"] += 1
+            s["finals_failed"] += r.error is not None
+        for name in ("prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"):
+            s[name] += getattr(r, name) or 0
+        s["prompt_tokens_est"] += r.prompt_tokens_est
+        s["reusable_prefix_tokens"] += r.reusable_prefix_tokens
+        self._tokens(r, token_key)
+        self.host.add(r, measured)
+        self.recipe.add(r, measured)
+        if measured:
+            self._measured(r)
+
+    def add_task(self, t: TaskRecord) -> None:
+        self.tasks.add(t)
+
+    def _tokens(self, r: RequestRecord, token_key: Callable[[float], Hashable]) -> None:
+        """Tokens attributed to when they happened: input at the first token (prefill done), output per read."""
+        if r.t_first_token is not None:
+            slot = self.tokens.setdefault(token_key(r.t_first_token), [0.0, 0.0, 0.0])
+            if r.prompt_tokens is not None:
+                c = r.cached_tokens or 0
+                slot[0] += c
+                slot[1] += r.prompt_tokens - c
+            else:
+                slot[1] += r.prompt_tokens_est
+                self.estimated_input = True
+        ch = r.chunks
+        if ch:
+            scale = token_scale(r)
+            key = token_key(r.t_sent + ch[0])
+            if scale == 1.0 and token_key(r.t_sent + ch[-2]) == key:  # keys never decrease in time: all share it
+                self.tokens.setdefault(key, [0.0, 0.0, 0.0])[2] += sum(ch[1::2])  # (whole counts: the same sum)
+                return
+            for i in range(0, len(ch), 2):
+                self.tokens.setdefault(token_key(r.t_sent + ch[i]), [0.0, 0.0, 0.0])[2] += ch[i + 1] * scale
+
+    def _measured(self, r: RequestRecord) -> None:
+        s, h = self.sums, self.hist
+        s["measured"] += 1
+        s["m_est"] += r.prompt_tokens_est
+        s["m_reusable"] += r.reusable_prefix_tokens
+        s["m_prompt_reported"] += r.prompt_tokens is not None
+        if r.prompt_tokens is not None and r.cached_tokens is not None:
+            s["m_reported"] += 1
+            s["m_host_prompt"] += r.prompt_tokens
+            s["m_host_cached"] += r.cached_tokens
+        if r.t_first_token:
+            h["ttft"].record_value(_clip((r.t_first_token - r.t_sent) * US))
+        if r.t_first_answer:
+            h["ttfat"].record_value(_clip((r.t_first_answer - r.t_sent) * US))
+        if r.t_done:
+            h["e2e"].record_value(_clip((r.t_done - r.t_sent) * US))
+        if r.t_call is not None:
+            h["send_wait"].record_value(_clip((r.t_sent - r.t_call) * US))
+        self._itl(r)
+        if (speed := decode_tps(r)) is not None:
+            h["decode"].record_value(_clip(speed * TPS_SCALE))
+        n_out = r.output_tokens if r.output_tokens is not None else r.output_events
+        if n_out and r.t_done and r.t_done > r.t_sent:
+            h["with_wait"].record_value(_clip(n_out / (r.t_done - r.t_sent) * TPS_SCALE))
+        prompt = r.prompt_tokens if r.prompt_tokens is not None else r.prompt_tokens_est
+        self.by_context[_bucket(prompt, CONTEXT_EDGES)].add(r)
+        self.by_turn[_bucket(r.turn, TURN_EDGES)].add(r)
+
+    def _itl(self, r: RequestRecord) -> None:
+        """Inter-token gaps: a read carrying k events after a gap g counts k gaps of g/k (in one numpy pass)."""
+        ch = r.chunks
+        if len(ch) < 4:
+            return
+        arr = np.asarray(ch, dtype=float)
+        times, counts = arr[0::2], arr[1::2]
+        gaps = np.rint(np.diff(times) * US / counts[1:]).astype(np.int64)
+        self.hist["itl"].record_many(np.clip(gaps, 1, HIGHEST), np.rint(counts[1:]).astype(np.int64))
+
+    # --- combining -----------------------------------------------------------------------------------------------
+    def merge(self, other: Accumulator, measured: bool = True) -> None:
+        """Add ``other`` in: its counts and tokens, and its per-call figures unless ``measured`` is False."""
+        for name in _SUMS:
+            if measured or not (name == "measured" or name.startswith("m_")):
+                self.sums[name] += other.sums[name]
+        for cls, n in other.errors_by_class.items():
+            self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + n
+        for key, (c, n, o) in other.tokens.items():
+            slot = self.tokens.setdefault(key, [0.0, 0.0, 0.0])
+            slot[0] += c
+            slot[1] += n
+            slot[2] += o
+        self.estimated_input |= other.estimated_input
+        self.host.merge(other.host, counts=True, calls=measured)
+        self.recipe.merge(other.recipe, counts=True, calls=measured)
+        self.tasks.merge(other.tasks)
+        if measured:
+            self._merge_calls(other)
+
+    def merge_measured(self, other: Accumulator) -> None:
+        """Add in only ``other``'s per-call figures (its counts, sums of all requests and tokens stay out)."""
+        for name in _SUMS:
+            if name == "measured" or name.startswith("m_"):
+                self.sums[name] += other.sums[name]
+        self.host.merge(other.host, counts=False, calls=True)
+        self.recipe.merge(other.recipe, counts=False, calls=True)
+        self._merge_calls(other)
+
+    def _merge_calls(self, other: Accumulator) -> None:
+        for name in HISTOGRAMS:
+            self.hist[name].add(other.hist[name])
+        for mine, theirs in ((self.by_context, other.by_context), (self.by_turn, other.by_turn)):
+            for a, b in zip(mine, theirs, strict=True):
+                a.merge(b)
+
+    def encode(self) -> dict[str, Any]:
+        """JSON of the whole state (token keys must be JSON-able: tuples become lists)."""
+        return {
+            "sums": self.sums,
+            "errors_by_class": self.errors_by_class,
+            "hist": {name: _enc(h) for name, h in self.hist.items()},
+            "tokens": [[list(k) if isinstance(k, tuple) else k, v] for k, v in self.tokens.items()],
+            "estimated_input": self.estimated_input,
+            "by_context": [b.encode() for b in self.by_context],
+            "by_turn": [b.encode() for b in self.by_turn],
+            "host": self.host.encode(),
+            "recipe": self.recipe.encode(),
+            "tasks_ended": self.tasks.encode(),
+        }
+
+    @classmethod
+    def decode(cls, data: dict[str, Any]) -> Accumulator:
+        acc = cls()
+        acc.sums.update(data["sums"])
+        acc.errors_by_class = dict(data["errors_by_class"])
+        acc.hist = {name: _dec(data["hist"].get(name)) for name in HISTOGRAMS}
+        acc.tokens = {(tuple(k) if isinstance(k, list) else k): list(v) for k, v in data["tokens"]}
+        acc.estimated_input = bool(data["estimated_input"])
+        acc.by_context = [_Bucket.decode_from(b) for b in data["by_context"]]
+        acc.by_turn = [_Bucket.decode_from(b) for b in data["by_turn"]]
+        acc.host = HostTally.decode(data.get("host"))
+        acc.recipe = RecipeTally.decode(data.get("recipe"))
+        acc.tasks = TaskTally.decode(data.get("tasks_ended"))
+        return acc
+
+
+def _bucket(value: int, edges: tuple[int, ...]) -> int:
+    return max(0, int(np.searchsorted(edges, value, side="right")) - 1)

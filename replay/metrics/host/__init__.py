@@ -1,0 +1,1 @@
+"""What the host says about itself: its counts, timings, routes, signals, and cost."""

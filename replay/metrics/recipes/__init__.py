@@ -1,0 +1,1 @@
+"""The recipes' figures (AgentX, AA-AgentPerf) and what they tally."""

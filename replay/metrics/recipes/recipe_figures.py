@@ -1,0 +1,47 @@
+"""The figures a run adds when its header names a recipe or the facts of its host (replay.runner.recipes): per-GPU
+throughput, latency from the intended start, the AgentX and AA blocks, the validity verdict, and what the public
+methods leave out. Everything from the run file alone, like every other figure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from replay.metrics.host.cost import PICO
+from replay.metrics.recipes.aa_figures import aa_figures
+from replay.metrics.recipes.agentx_figures import agentx_figures
+from replay.metrics.recipes.beside import beside
+from replay.metrics.recipes.intended import intended_figures
+from replay.metrics.recipes.validity import submission
+from replay.records.run_file import RunData
+
+if TYPE_CHECKING:
+    from replay.metrics.accumulator import Accumulator
+
+
+def recipe_figures(run: RunData, summary: dict[str, Any], acc: Accumulator, window: Any) -> dict[str, Any]:
+    """Keys to merge into the summary, from the accumulator's recipe and host tallies."""
+    recipe = run.header.get("recipe") or {}
+    host = run.header.get("host") or {}
+    gpus = recipe.get("gpus") or host.get("gpus")
+    tp = summary["throughput"]
+    tp["gpus"] = gpus
+    tp["total_tps_per_gpu"] = tp["total_tps"] / gpus if gpus and tp["total_tps"] is not None else None
+    tp["output_tps_per_gpu"] = tp["output_tps"] / gpus if gpus and tp["output_tps"] is not None else None
+    t = acc.recipe
+    out: dict[str, Any] = {"intended": intended_figures(t, run.footer)}
+    name = recipe.get("name")
+    if not name:
+        return out
+    figures = recipe.get("figures") or ()
+    out["recipe"] = name
+    finals = (t.counts["finals"], acc.sums["finals_failed"], t.counts["overflow"])
+    out |= submission(recipe, run.header, run.footer, finals, t.coverage(window.start, window.end))
+    if "agentx" in figures:
+        out["agentx"] = agentx_figures(t, window.start, gpus)
+    if "aa" in figures:
+        facts = {**recipe, "gpus": gpus, "power_kw": recipe.get("power_kw") or host.get("power_kw")}
+        out["aa"] = aa_figures(summary, facts, (run.header.get("load") or {}).get("concurrency"))
+    card = host.get("price")
+    task_usd = {task: pico / PICO for task, pico in acc.host.task_usd.items()} if isinstance(card, dict) else None
+    out["beside"] = beside(summary["tasks"], acc.tasks.complete, task_usd)
+    return out

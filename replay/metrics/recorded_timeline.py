@@ -1,0 +1,132 @@
+"""The replay's timeline against the recorded one: per task, model time and tool time beside the trajectory's.
+
+Trajectories imported from real runs can carry each call's recorded wall time (``Turn.recorded.latency_s``,
+docs/trajectory-format.md). A replayed task's model time against the sum of those says how much faster or
+slower this host is than the one recorded, on the same work; its tool time against the recorded pauses says
+how faithfully the replay kept the agent's rhythm (the tool-time policy, sleep overshoot, waiting for
+subagents). The run file's header names the workload files and their digest; they are loaded again here,
+and skipped with a note when they are gone or changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from replay.metrics.breakdowns import percentiles
+from replay.records.run_file import RunData, TaskRecord
+from replay.workload.trajectory import Trajectory, TrajectoryError, load_workload
+
+
+@dataclass(frozen=True, slots=True)
+class TaskDrift:
+    """One complete task beside its trajectory's recording (seconds)."""
+
+    task: int
+    trajectory: str
+    model_s: float
+    recorded_model_s: float
+    tool_s: float
+    recorded_tool_s: float
+    subagents: bool  # the task ran subagents: its tool time includes waiting for them
+
+
+def _empty(notes: list[str], policy: str | None = None) -> dict[str, Any]:
+    return {"tasks": 0, "tool_time_policy": policy, "notes": notes, "model_time_s": None, "tool_time_s": None}
+
+
+def workload_files(run_file: str | Path, header: dict[str, Any]) -> tuple[list[Path] | None, str | None]:
+    """The workload files the header names (where they were, or beside the run file), digest checked; or a note."""
+    work = header.get("workload") or {}
+    named = work.get("paths") or []
+    if not named:
+        return None, "the run file names no workload files"
+    found: list[Path] = []
+    for name in named:
+        candidates = (Path(name), Path(run_file).parent / Path(name).name)
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            return None, f"workload file {name} not found (nor beside the run file): no comparison"
+        found.append(path)
+    digest = hashlib.sha256()
+    for path in found:
+        digest.update(path.read_bytes())
+    if work.get("digest") and "sha256:" + digest.hexdigest() != work["digest"]:
+        return None, "the workload files changed since the run (digest differs): no comparison"
+    return found, None
+
+
+def _recorded_model_s(traj: Trajectory) -> float | None:
+    """Σ recorded latency over the trajectory's turns, only if every turn has one."""
+    total = 0.0
+    for turn in traj.turns:
+        v = (turn.recorded or {}).get("latency_s")
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return None
+        total += float(v)
+    return total
+
+
+def task_drifts(tasks: list[TaskRecord], trajectories: dict[str, Trajectory]) -> list[TaskDrift]:
+    """Complete tasks whose trajectory has a recorded latency on every turn."""
+    rows = []
+    for t in tasks:
+        traj = trajectories.get(t.trajectory)
+        if not t.complete or traj is None:
+            continue
+        recorded = _recorded_model_s(traj)
+        if recorded is None:
+            continue
+        recorded_tool = sum(turn.tool_time_s for turn in traj.turns[:-1])  # no pause after the last call
+        rows.append(
+            TaskDrift(t.task, t.trajectory, t.model_time_s, recorded, t.tool_time_s, recorded_tool, t.subagents > 0)
+        )
+    return rows
+
+
+def _figures(replayed: list[float], recorded: list[float]) -> dict[str, Any]:
+    drift = [a - b for a, b in zip(replayed, recorded, strict=True)]
+    ratio = [a / b for a, b in zip(replayed, recorded, strict=True) if b > 0]
+    n = len(replayed)
+    return {
+        "replayed_mean": sum(replayed) / n,
+        "recorded_mean": sum(recorded) / n,
+        "ratio_p50": percentiles(ratio, (50,))["p50"],
+        "drift_p50": percentiles(drift, (50,))["p50"],
+        "drift_p95": percentiles(drift, (95,))["p95"],
+    }
+
+
+def drift_summary(rows: list[TaskDrift], policy: str | None, notes: list[str]) -> dict[str, Any]:
+    """The JSON-ready figures: means, median ratio and signed drift percentiles, for model and tool time."""
+    notes = list(notes)
+    if not rows:
+        return _empty(notes or ["no complete task has a recorded latency on every turn"], policy)
+    if policy not in (None, "recorded"):
+        notes.append(f"tool time policy {policy}: the tool drift is the policy's, not the replay's")
+    with_subagents = sum(r.subagents for r in rows)
+    if with_subagents:
+        notes.append(f"{with_subagents} tasks ran subagents: their tool time includes waiting for them")
+    return {
+        "tasks": len(rows),
+        "tool_time_policy": policy,
+        "notes": notes,
+        "model_time_s": _figures([r.model_s for r in rows], [r.recorded_model_s for r in rows]),
+        "tool_time_s": _figures([r.tool_s for r in rows], [r.recorded_tool_s for r in rows]),
+    }
+
+
+def recorded_timeline(run: RunData, run_file: str | Path) -> tuple[dict[str, Any], list[TaskDrift]]:
+    """``breakdown.recorded_timeline`` and its per-task rows; a note instead when there is nothing to compare."""
+    policy = (run.header.get("load") or {}).get("tool_time")
+    files, note = workload_files(run_file, run.header)
+    if files is None:
+        return _empty([note or "no workload"], policy), []
+    try:
+        workload = load_workload(files)
+    except (TrajectoryError, OSError) as exc:
+        return _empty([f"workload not loaded: {exc}"], policy), []
+    rows = task_drifts(run.tasks, workload.by_id())
+    return drift_summary(rows, policy, []), rows

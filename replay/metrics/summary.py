@@ -1,0 +1,284 @@
+"""Metrics: every figure of a run, made by one function from an accumulator of its requests.
+
+``summarize`` is the only place figures are made; the live run, ``replay report`` and the window records of a soak
+all go through it (``figures`` over an ``Accumulator``), so what a run prints and what its file rebuilds are the
+same numbers. Definitions are in docs/metrics.md. Percentiles come from HdrHistogram (3 significant digits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
+from replay.metrics.breakdowns import breakdown_figures
+from replay.metrics.histogram import Histogram
+from replay.metrics.host import host_signals, routes
+from replay.metrics.host.cost import run_cost
+from replay.metrics.host.server_figures import server_figures
+from replay.metrics.recipes.agentx_figures import interactivity
+from replay.metrics.recipes.recipe_figures import recipe_figures
+from replay.records.run_file import RequestRecord, RunData, TaskRecord
+
+SATURATED_CPU_SHARE = 0.85
+SATURATED_LAG_MS = 50.0
+
+
+@dataclass(slots=True)
+class Window:
+    """The steady window: [start, end) on the run's monotonic clock; a resumed run's is one part per segment."""
+
+    start: float
+    end: float
+    steady: bool  # False when the run stopped before warm-up ended: the window is then the whole run
+    parts: tuple[tuple[float, float], ...] = ()  # a resumed run's window, segment by segment (start .. end overall)
+
+    @property
+    def seconds(self) -> float:
+        if self.parts:
+            return sum(max(0.0, b - a) for a, b in self.parts)
+        return max(0.0, self.end - self.start)
+
+    def __contains__(self, t: float | None) -> bool:
+        if t is None:
+            return False
+        if self.parts:
+            return any(a <= t < b for a, b in self.parts)
+        return self.start <= t < self.end
+
+
+def window_from(phases: dict[str, float], first_sent: float, last_done: float) -> Window:
+    """From the phase marks: opens after warm-up, closes when the stop was called (the requests' own times
+    stand in for marks a damaged file lacks)."""
+    t0 = phases.get("start", first_sent)
+    end = phases.get("stop") or phases.get("end") or last_done
+    start = phases.get("steady_start")
+    if start is None or start >= end:
+        return Window(phases.get("all_started", t0), end, steady=False)
+    return Window(start, end, steady=True)
+
+
+def joined(windows: list[Window]) -> Window:
+    """One window of a run's segments (each with its own window): steady if any of them is."""
+    if len(windows) == 1:
+        return windows[0]
+    steady = [w for w in windows if w.steady] or windows
+    return Window(steady[0].start, steady[-1].end, bool(steady[0].steady), tuple((w.start, w.end) for w in steady))
+
+
+def steady_window(run: RunData) -> Window:
+    reqs = run.requests
+    first = min((r.t_sent for r in reqs), default=0.0)
+    last = max((r.t_done or r.t_sent for r in reqs), default=first)
+    if not run.later_phases:
+        return window_from(run.phases, first, last)
+    segments = [run.phases, *run.later_phases]
+    starts = [p.get("start", first) for p in segments]
+    windows = []
+    for i, phases in enumerate(segments):
+        upto = starts[i + 1] if i + 1 < len(segments) else float("inf")
+        own = [r for r in reqs if starts[i] <= r.t_sent < upto]
+        windows.append(window_from(phases, starts[i], max((r.t_done or r.t_sent for r in own), default=starts[i])))
+    return joined(windows)
+
+
+def accumulate(
+    requests: Iterable[RequestRecord], win: Window, card: dict[str, Any] | None = None, tasks: Iterable[TaskRecord] = ()
+) -> Accumulator:
+    """The summary's accumulator of ``requests``: per-call figures of the successful calls sent in ``win``, and
+    every token keyed by whether it fell inside ``win``; each priced with the rate ``card``; and the ``tasks``."""
+    acc = Accumulator(card)
+    acc.recipe.origin = win.start
+    inside = win.__contains__
+    for r in requests:
+        acc.add(r, r.error is None and r.t_sent in win, inside)
+    for t in tasks:
+        acc.add_task(t)
+    return acc
+
+
+def summarize(run: RunData) -> dict[str, Any]:
+    """All figures of a run, as a JSON-ready dict (the shape of ``replay report --json``)."""
+    win = steady_window(run)
+    return figures(accumulate(run.requests, win, header_card(run.header), run.tasks), win, run)
+
+
+def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
+    """The summary from an accumulator of the run's requests (``accumulate``, or merged window records), the
+    steady window, and the run's header, phases and client samples (its requests and tasks are not read)."""
+    s, h = acc.sums, acc.hist
+    itl = _percentiles(h["itl"], (50, 75, 90, 95, 99), US)
+    summary = {
+        "run": run_identity(run.header),
+        "requests": s["requests"],
+        "attempts": s["requests"],  # every attempt is a request record
+        "retries": s["retries"],
+        "errors": s["errors"],
+        "error_rate": _ratio(s["finals_failed"], s["finals"]),  # calls that failed after their retries
+        "attempt_error_rate": _ratio(s["errors"], s["requests"]),  # attempts that failed, retried or not
+        "errors_by_class": dict(acc.errors_by_class),
+        "invalid_usage": s["invalid_usage"],  # calls whose token counts were rejected
+        "window_s": win.seconds,
+        "window": {
+            "start_s": win.start - run.phases.get("start", win.start),
+            "end_s": win.end - run.phases.get("start", win.start),
+            "steady": win.steady,
+            "requests": s["measured"],  # the calls the per-call figures cover
+            "of_requests": s["requests"],  # beside every call of the run (warm-up calls aside)
+            "whole_run": (run.footer or {}).get("window") == "whole",  # a --tasks run: the window is the run
+        },
+        "ttft_s": _percentiles(h["ttft"], (50, 75, 90, 95, 99), US),
+        "ttfat_s": _percentiles(h["ttfat"], (50, 90, 95, 99), US),
+        "e2e_s": _percentiles(h["e2e"], (50, 90, 95, 99), US),
+        "itl_s": itl,
+        "interactivity": interactivity(itl),  # 1 / ITL at p50..p95 (AgentX)
+        "user_decode_tps": _percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
+        "user_output_tps_incl_wait": _percentiles(h["with_wait"], (25, 50), TPS_SCALE),
+        "throughput": _throughput(acc, win.seconds, True),
+        "cache": _cache(acc),
+        "tasks": acc.tasks.figures(),
+        "totals": _totals(acc),
+        "client": _client(run.client, win, acc),
+        "breakdown": breakdown_figures(acc),
+        **provider_figures(acc, run),
+        "warmup_requests": acc.recipe.counts["warmup"],  # primers and warm-up calls: in no other figure
+    }
+    return summary | recipe_figures(run, summary, acc, win)
+
+
+def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
+    """What the host says about itself (docs/providers.md): its own timings (absent when it sends none), routes,
+    speed modes, cost from the header's rate card, rate-limit state, connections and the provider's limits."""
+    t = acc.host
+    server = server_figures(t)
+    return {
+        **({"server": server} if server else {}),
+        "routes": routes.route_shares(t),
+        "service_tiers": routes.tier_shares(t),
+        "speed_modes": routes.speed_modes(t),
+        "cost": run_cost(t, acc.tasks.complete, header_card(run.header)),
+        "rate_limits": host_signals.rate_limits(t),
+        "connections": host_signals.connections(t),
+        "provider_limits": host_signals.provider_limits(acc.errors_by_class) | host_signals.tier_checks(run.header, t),
+    }
+
+
+def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> dict[str, float | None]:
+    n = hist.get_total_count()
+    if not n:
+        return {f"p{p}": None for p in ps} | {"mean": None, "n": 0}
+    out: dict[str, float | None] = {f"p{p}": hist.get_value_at_percentile(p) / scale for p in ps}
+    out["mean"] = hist.get_mean_value() / scale
+    out["n"] = n
+    return out
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def header_card(header: dict[str, Any]) -> dict[str, Any] | None:
+    """The rate card a run was priced with (the hosts file's or --rate-card's, as its header keeps it)."""
+    card = (header.get("host") or {}).get("price")
+    return card if isinstance(card, dict) else None
+
+
+def run_identity(header: dict[str, Any]) -> dict[str, Any]:
+    """What a summary was made of, so two summaries can be told apart and compared without their run files."""
+    host, load, workload = header.get("host") or {}, header.get("load") or {}, header.get("workload") or {}
+    sim = header.get("simulated") or {}
+    return {
+        "host": host.get("base_url"),
+        "api": host.get("api"),
+        "model": host.get("model"),
+        "preset": host.get("preset"),
+        "dialect": host.get("dialect"),
+        "host_name": host.get("name"),
+        "simulated_profile": header.get("simulated_host"),
+        "simulated_faults": sim.get("faults") if sim else header.get("simulated_faults"),
+        "concurrency": load.get("concurrency"),
+        "duration_s": load.get("duration_s"),
+        "tasks": load.get("tasks"),
+        "tool_time": load.get("tool_time"),
+        "seed": load.get("seed"),
+        "workload": {k: workload.get(k) for k in ("paths", "digest", "trajectories", "turns")},
+        "created": header.get("created"),
+        "replay_version": header.get("replay_version"),
+    }
+
+
+def _throughput(acc: Accumulator, seconds: float, key: Any) -> dict[str, Any]:
+    """Tokens attributed to when they happened (input at the first token, output per read) under ``key``."""
+    cached, new, out = acc.tokens.get(key, [0.0, 0.0, 0.0])
+    total = cached + new + out
+
+    def rate(x: float) -> float | None:
+        return x / seconds if seconds > 0 else None
+
+    return {
+        "total_tps": rate(total),
+        "cached_input_tps": rate(cached),
+        "new_input_tps": rate(new),
+        "output_tps": rate(out),
+        "total_tokens_per_min": rate(total * 60),
+        "output_tokens_per_min": rate(out * 60),
+        "tokens": {"cached_input": cached, "new_input": new, "output": out},
+        "input_from_client_estimate": acc.estimated_input,
+    }
+
+
+def _cache(acc: Accumulator) -> dict[str, Any]:
+    """Client reuse and host hits as ratios of their own prompt counts (tokenizers differ)."""
+    s = acc.sums
+    reuse = _ratio(s["m_reusable"], s["m_est"])
+    hit = _ratio(s["m_host_cached"], s["m_host_prompt"])
+    return {
+        "client_reuse_ratio": reuse,
+        "host_hit_ratio": hit,
+        "efficiency": (hit / reuse) if (hit is not None and reuse) else None,
+        "requests_with_cached_tokens": s["m_reported"],
+        "requests": s["measured"],
+    }
+
+
+def _totals(acc: Accumulator) -> dict[str, int]:
+    s = acc.sums
+    names = ("prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "prompt_tokens_est",
+             "reusable_prefix_tokens")  # fmt: skip
+    return {"requests": s["requests"], "ok": s["ok"], **{name: s[name] for name in names}}
+
+
+def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> dict[str, Any]:
+    """Was the client itself the bottleneck? CPU share of one core, event-loop lag, and the wait between a
+    call beginning and its bytes leaving (the client's own queue, plus opening a connection when one must).
+    A run over worker processes (``--workers``) is judged per worker: its CPU share and lag are the busiest
+    worker's, it is saturated when any worker is, and ``workers`` lists each one."""
+    inside = [s for s in samples if s["t"] in win] or samples
+    by_worker: dict[Any, list[dict[str, Any]]] = {}
+    for s in inside:
+        by_worker.setdefault(s.get("worker"), []).append(s)
+    each = [{"worker": k, **_process_load(v)} for k, v in sorted(by_worker.items(), key=lambda kv: str(kv[0]))]
+    shares = [e["cpu_share"] for e in each if e["cpu_share"] is not None]
+    lags = [e["loop_lag_p99_ms"] for e in each if e["loop_lag_p99_ms"] is not None]
+    out = {
+        "cpu_share": max(shares, default=None),
+        "loop_lag_p99_ms": max(lags, default=None),
+        "send_wait_s": _percentiles(acc.hist["send_wait"], (50, 99), US),
+        "saturated": any(e["saturated"] for e in each),
+    }
+    if len(each) > 1 or (each and each[0]["worker"] is not None):
+        out["workers"] = each
+    return out
+
+
+def _process_load(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """One process's CPU share of one core and its worst event-loop lag over ``samples``."""
+    wall = sum(s["wall_s"] for s in samples)
+    cpu = sum(s["cpu_s"] for s in samples)
+    lag = max((s["lag_p99_ms"] for s in samples), default=None)
+    share = cpu / wall if wall else None
+    saturated = bool(
+        (share is not None and share > SATURATED_CPU_SHARE) or (lag is not None and lag > SATURATED_LAG_MS)
+    )
+    return {"cpu_share": share, "loop_lag_p99_ms": lag, "saturated": saturated}

@@ -1,0 +1,119 @@
+"""Per-task figures: where a task's wall time went, and how many tasks ended complete, failed or cut short.
+
+Only complete tasks (every turn replayed, every call successful after its retries) enter the per-task means and
+the what-if projections; failed and partial tasks are counted beside them. A task's wall time splits into model
+time, tool time, throttled time (backoff and ``--max-rpm`` waits) and client queue time; the projections of a
+faster host shrink the model time only.
+
+Tasks are tallied as they end (``TaskTally``, in the run's ``Accumulator``): counts and sums of whole microseconds,
+so a soak's tasks take no memory beyond one entry per complete task (which the cost per task needs), and the
+windows of a run merge into the same figures in any order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.records.run_file import TaskRecord
+
+PROJECTIONS = (2, 10)
+US = 1_000_000
+PARTS = ("model", "tool", "throttled", "queue")
+_COUNTS = ("warm", "tasks", "complete", "failed", "throttled_all", "attempts", "calls", "wall", "subagents",
+           "subagent_calls", "subagent_model", *PARTS)  # fmt: skip
+
+
+def _us(seconds: float) -> int:
+    return round(seconds * US)
+
+
+class TaskTally:
+    """Counts and µs sums of ended tasks; ``complete``: each complete task, True when replayed whole from turn 0."""
+
+    def __init__(self) -> None:
+        self.n = dict.fromkeys(_COUNTS, 0)
+        self.complete: dict[int, bool] = {}
+
+    def add(self, t: TaskRecord) -> None:
+        n = self.n
+        if t.complete:
+            self.complete[t.task] = not t.start_turn
+        if t.start_turn:  # began mid-trajectory (--start-at, AgentX): no whole task to measure
+            n["warm"] += 1
+            return
+        n["tasks"] += 1
+        n["failed"] += t.status == "failed"
+        n["throttled_all"] += _us(t.throttled_time_s)
+        n["attempts"] += t.attempts
+        n["calls"] += t.turns + t.subagent_calls
+        if not t.complete:
+            return
+        n["complete"] += 1
+        for name in PARTS:
+            n[name] += _us(getattr(t, f"{name}_time_s"))
+        n["wall"] += _us(t.t_end - t.t_start)
+        n["subagents"] += t.subagents
+        n["subagent_calls"] += t.subagent_calls
+        n["subagent_model"] += _us(t.subagent_model_time_s)
+
+    def merge(self, other: TaskTally) -> None:
+        for k in _COUNTS:
+            self.n[k] += other.n[k]
+        self.complete.update(other.complete)
+
+    def encode(self) -> dict[str, Any]:
+        return {"n": self.n, "complete": [[task, whole] for task, whole in self.complete.items()]}
+
+    @classmethod
+    def decode(cls, data: dict[str, Any] | None) -> TaskTally:
+        t = cls()
+        if data:
+            t.n.update(data["n"])
+            t.complete = {int(task): bool(whole) for task, whole in data["complete"]}
+        return t
+
+    def figures(self) -> dict[str, Any]:
+        n = self.n
+        done = n["complete"]
+        counts = {
+            "warm_started": n["warm"],
+            "count": done,
+            "complete": done,
+            "failed": n["failed"],
+            "partial": n["tasks"] - done - n["failed"],
+            "incomplete": n["tasks"] - done,
+            "throttled_time_total_s": n["throttled_all"] / US,
+            "attempts_per_turn": _ratio(n["attempts"], n["calls"]),
+        }
+        if not done:
+            empty = dict.fromkeys(("model_time_s", "tool_time_s", "throttled_time_s", "queue_time_s", "wall_s"))
+            shares = dict.fromkeys(("model_share", "tool_share", "throttled_share", "queue_share"))
+            return counts | empty | shares | {"projected_wall_s": {f"{k}x": None for k in PROJECTIONS}}
+        wall, model = n["wall"], n["model"]
+        mean_wall = wall / done / US
+        projected = {f"{k}x": (wall - model + model / k) / done / US for k in PROJECTIONS}
+        return (
+            counts
+            | {f"{name}_time_s": n[name] / done / US for name in PARTS}
+            | {"wall_s": mean_wall}
+            | {f"{name}_share": (n[name] / wall if wall > 0 else None) for name in PARTS}
+            | {
+                "projected_wall_s": projected,
+                "projected_saving": {k: 1 - v / mean_wall if mean_wall else None for k, v in projected.items()},
+                "subagents": n["subagents"],
+                "subagent_calls": n["subagent_calls"],
+                "subagent_model_time_s": n["subagent_model"] / done / US,
+            }
+        )
+
+
+def task_figures(tasks: list[TaskRecord]) -> dict[str, Any]:
+    """The figures of a list of task records (as a run's tally gives them)."""
+    tally = TaskTally()
+    for t in tasks:
+        tally.add(t)
+    return tally.figures()
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None

@@ -1,0 +1,201 @@
+"""Windows: a soak's figures over time, written as each window closes, and any span of a run summarised from them.
+
+A ``WindowRecorder`` takes each record as the run writer writes it. Each request goes, as it completes, into the
+accumulator of the window it completed in: ``steady`` when it is one of the summary's per-call calls (successful,
+sent in the steady window), ``other`` otherwise; its tokens are keyed by the window and phase each token fell in,
+so a long call's early tokens reach earlier windows' throughput from a later record (``late`` tokens). When a
+window closes, its record (``{"type": "window", ...}``) is appended and synced. Merged, the windows rebuild the
+run's summary (the same histograms, so the same percentiles); a span of them (``replay report --from --to``) is
+summarised the same way, over the calls completed in the span and the tokens that fell in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.metrics.accumulator import Accumulator
+from replay.metrics.summary import Window, figures, header_card
+from replay.records.run_file import RequestRecord, RunData
+
+WARMUP, STEADY, AFTER = "warmup", "steady", "after"
+
+
+class WindowRecorder:
+    """Per-window accumulators of a running run; ``close(t)`` returns the record of the window ending at ``t``."""
+
+    def __init__(self, length_s: float, first_index: int = 0) -> None:
+        self.length = length_s
+        self.t0 = self.start = 0.0  # set by the run's "start" mark
+        self.first = self.index = first_index  # a resumed run's windows go on numbering from its last one
+        self.phases: dict[str, float] = {}
+        self.card: dict[str, Any] | None = None  # the run's rate card, from its header
+        self.origin: float | None = None  # the steady window's start (recipe coverage slices count from it)
+        self._new()
+
+    def _new(self) -> None:
+        self.steady, self.other = Accumulator(self.card), Accumulator(self.card)
+        self.steady.recipe.origin = self.other.recipe.origin = self.origin
+        self.host_metrics: dict[str, float] = {}
+
+    def window_of(self, t: float) -> int:
+        return self.first + max(0, int((t - self.t0) // self.length))
+
+    def token_key(self, t: float) -> tuple[int, str]:
+        steady, stop = self.phases.get("steady_start"), self.phases.get("stop")
+        phase = AFTER if stop is not None and t >= stop else STEADY if steady is not None and t >= steady else WARMUP
+        return self.window_of(t), phase
+
+    # --- the sink the run writer feeds --------------------------------------------------------------------
+    def header(self, header: dict[str, Any]) -> None:
+        self.card = header_card(header)
+        self.steady.host.card = self.other.host.card = self.card
+
+    def phase(self, name: str, t: float) -> None:
+        self.phases[name] = t
+        if name == "steady_start":
+            self.origin = t
+            self.steady.recipe.origin = self.other.recipe.origin = t
+        if name == "start":
+            self.t0 = self.start = t
+
+    def request(self, r: RequestRecord) -> None:
+        steady, stop = self.phases.get("steady_start"), self.phases.get("stop")
+        in_steady = steady is not None and r.t_sent >= steady and (stop is None or r.t_sent < stop)
+        if r.error is None and in_steady:
+            self.steady.add(r, True, self.token_key)
+        else:
+            self.other.add(r, r.error is None, self.token_key)
+
+    def task(self, t: Any) -> None:
+        self.steady.add_task(t)  # in the window it ended in
+
+    def sample(self, _: Any) -> None:
+        pass
+
+    # --- closing -----------------------------------------------------------------------------------------------
+    def due(self) -> float:
+        """When the open window ends."""
+        return self.t0 + (self.index - self.first + 1) * self.length
+
+    def close(self, t: float) -> dict[str, Any]:
+        """The record of the open window, which ends at ``t``; the next one opens."""
+        record = {
+            "index": self.index,
+            "t_start": self.start,
+            "t_end": t,
+            "steady": self.steady.encode(),
+            "other": self.other.encode(),
+            "host_metrics": self.host_metrics,
+        }
+        self.index += 1
+        self.start = t
+        self._new()
+        return record
+
+
+def window_records(run: RunData) -> list[dict[str, Any]]:
+    return [m for m in run.marks if m.get("type") == "window"]
+
+
+def _decoded(windows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Accumulator, Accumulator]]:
+    return [(w, Accumulator.decode(w["steady"]), Accumulator.decode(w["other"])) for w in windows]
+
+
+def _tokens_in(decoded: list[tuple[dict[str, Any], Accumulator, Accumulator]], keep: Any) -> list[float]:
+    """Σ tokens, over every window record, of the (window, phase) keys ``keep`` accepts: late tokens included."""
+    inside = [0.0, 0.0, 0.0]
+    for _, steady, other in decoded:
+        for part in (steady, other):
+            for key, values in part.tokens.items():
+                if keep(key):
+                    inside = [a + b for a, b in zip(inside, values, strict=True)]
+    return inside
+
+
+def rebuild(run: RunData, win: Window) -> dict[str, Any]:
+    """The run's summary from its window records alone (tasks, phases and client samples of ``run`` as read)."""
+    decoded = _decoded(window_records(run))
+    acc = Accumulator()
+    for _, steady, other in decoded:
+        acc.merge(steady)
+        acc.merge(other, measured=not win.steady)  # without a steady window the whole run's calls are per-call
+    phases = (STEADY,) if win.steady else (WARMUP, STEADY)
+    acc.tokens = {True: _tokens_in(decoded, lambda key: key[1] in phases)}
+    return figures(acc, win, run)
+
+
+def span(run: RunData, start_s: float, end_s: float) -> dict[str, Any]:
+    """The summary of the windows whose middle lies in [start_s, end_s) seconds after the run's start: the calls
+    that completed in them, and the tokens that fell in them."""
+    t0 = run.phases.get("start", 0.0)
+    decoded = _decoded(window_records(run))
+    chosen = [d for d in decoded if start_s <= (d[0]["t_start"] + d[0]["t_end"]) / 2 - t0 < end_s]
+    if not chosen:
+        raise ValueError(f"no window of the run lies between {start_s:g} s and {end_s:g} s after its start")
+    indices = {w["index"] for w, _, _ in chosen}
+    acc = Accumulator()
+    for _, steady, other in chosen:
+        acc.merge(steady)
+        acc.merge(other)
+    acc.tokens = {True: _tokens_in(decoded, lambda key: key[0] in indices)}
+    lo, hi = chosen[0][0]["t_start"], chosen[-1][0]["t_end"]
+    samples = [s for s in run.client if lo <= s["t"] < hi]
+    part = RunData(header=run.header, requests=[], tasks=[], phases=run.phases, client=samples, footer=run.footer)
+    return figures(acc, Window(lo, hi, steady=True), part)
+
+
+def series(run: RunData) -> list[dict[str, Any]]:
+    """Per window: its figures (calls completed in it; tokens that fell in it, late ones included)."""
+    decoded = _decoded(window_records(run))
+    out = []
+    t0 = run.phases.get("start", 0.0)
+    for w, steady, other in decoded:
+        acc = Accumulator()
+        acc.merge(steady)
+        acc.merge(other)
+        acc.tokens = {True: _tokens_in(decoded, lambda key, i=w["index"]: key[0] == i)}
+        f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], None))
+        out.append({
+            "index": w["index"],
+            "start_s": w["t_start"] - t0,
+            "end_s": w["t_end"] - t0,
+            "requests": f["requests"],
+            "errors": f["errors"],
+            "total_tps": f["throughput"]["total_tps"],
+            "output_tps": f["throughput"]["output_tps"],
+            "ttft_p50_s": f["ttft_s"]["p50"],
+            "ttft_p95_s": f["ttft_s"]["p95"],
+            "user_decode_tps_p25": f["user_decode_tps"]["p25"],
+            "user_decode_tps_p50": f["user_decode_tps"]["p50"],
+            "host_hit_ratio": f["cache"]["host_hit_ratio"],
+            "host_metrics": w.get("host_metrics") or {},
+        })  # fmt: skip
+    return out
+
+
+class Tee:
+    """Hands every record to several sinks (the run's summary and its windows)."""
+
+    def __init__(self, *sinks: Any) -> None:
+        self.sinks = sinks
+
+    def header(self, header: dict[str, Any]) -> None:
+        for s in self.sinks:
+            if hasattr(s, "header"):
+                s.header(header)
+
+    def phase(self, name: str, t: float) -> None:
+        for s in self.sinks:
+            s.phase(name, t)
+
+    def request(self, r: RequestRecord) -> None:
+        for s in self.sinks:
+            s.request(r)
+
+    def task(self, t: Any) -> None:
+        for s in self.sinks:
+            s.task(t)
+
+    def sample(self, s: Any) -> None:
+        for sink in self.sinks:
+            sink.sample(s)

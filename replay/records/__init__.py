@@ -1,0 +1,1 @@
+"""The run file: records, their writer and reader, secrets scrubbed."""

@@ -1,0 +1,1 @@
+"""Reports made from the summary: text, HTML, CSV, Prometheus, pictures."""

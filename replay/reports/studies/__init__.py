@@ -1,0 +1,1 @@
+"""Reports of studies (sweeps, capacity, comparisons), made from their JSON."""

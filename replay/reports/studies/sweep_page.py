@@ -1,0 +1,179 @@
+"""The HTML pages of a sweep and of a capacity search, made of sections (replay.reports.html_page, docs/reports.md).
+
+Every section takes the study's JSON (what ``replay sweep --json`` / ``replay capacity --json`` print), so a page
+is rebuilt from the index and its run files like everything else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.metrics.level_figures import value
+from replay.reports import plots
+from replay.reports.html_page import Section, figure, note, num, paragraph, pct, render_page, secs, table, text, tiles
+from replay.reports.studies import study_plots
+from replay.verdict.thresholds import parse_all
+
+LEVEL_COLUMNS = (
+    ("total tok/s", "throughput.total_tps", num),
+    ("output tok/s", "throughput.output_tps", num),
+    ("TTFT p50", "ttft_s.p50", secs),
+    ("TTFT p95", "ttft_s.p95", secs),
+    ("answer p50", "ttfat_s.p50", secs),
+    ("decode p25", "user_decode_tps.p25", lambda v: num(v, 1)),
+    ("decode p50", "user_decode_tps.p50", lambda v: num(v, 1)),
+    ("cache hit", "cache.host_hit_ratio", pct),
+    ("errors", "error_rate", pct),
+)
+
+
+def levels_section(sw: dict[str, Any]) -> Section:
+    has_slo = bool(sw.get("slo"))
+    rows = []
+    for lv in sw["levels"]:
+        cells = [lv["concurrency"], *[fmt(value(lv, key)) for _, key, fmt in LEVEL_COLUMNS]]
+        rows.append(cells + (["yes" if lv.get("slo_ok") else "no"] if has_slo else []))
+    headers = ["sessions", *[h for h, _, _ in LEVEL_COLUMNS], *(["meets SLO"] if has_slo else [])]
+    words = (
+        f"Each level: {sw['warmup_s']:g} s of warm-up, then a {sw['window_s']:g} s steady window ({sw['mode']})."
+        f" Sessions {sw['sessions']}."
+    )
+    body = paragraph(text(words)) + table(headers, rows)
+    if has_slo:
+        body += paragraph(text("SLO: " + ", ".join(sw["slo"])))
+    return Section("levels", "Levels", body)
+
+
+def curves_section(sw: dict[str, Any]) -> Section:
+    caption = "Each point one level's steady window; the dashed line is the knee (rule below)."
+    svg = study_plots.sweep_curves(sw["levels"], sw["knee"]["concurrency"])
+    return Section("curves", "Against concurrency", figure(svg, caption, "sweep curves"))
+
+
+def knee_section(sw: dict[str, Any]) -> Section:
+    """The knee, its rule, and the figures analysts quote at that level."""
+    k = sw["knee"]
+    where = f"{k['concurrency']} sessions" if k["concurrency"] is not None else "no knee in the sweep"
+    items = [(where, "the knee")]
+    at = next((lv for lv in sw["levels"] if lv["concurrency"] == k["concurrency"]), None)
+    if at is not None:
+        items += [
+            (num(value(at, "throughput.total_tps")), "total tokens/s there (cached input included)"),
+            (num(value(at, "throughput.total_tokens_per_min")), "total tokens/min there"),
+            (num(value(at, "user_decode_tps.p25"), 1), "per-user decode tokens/s there, p25"),
+            (secs(value(at, "ttfat_s.p95") or value(at, "ttft_s.p95")), "time to first answer token there, p95"),
+        ]
+    body = tiles(items) + paragraph(text(f"Rule: {k['rule']}."))
+    if k.get("note"):
+        body += paragraph(text(k["note"]))
+    return Section("knee", "The knee", body)
+
+
+def frontier_section(sw: dict[str, Any]) -> Section:
+    per = "GPU" if sw["hardware"].get("gpus") else "host"
+    gpus = sw["hardware"].get("gpus") or 1
+    points = [
+        {
+            "concurrency": lv["concurrency"],
+            "user_decode_tps_p25": value(lv, "user_decode_tps.p25"),
+            "total_tps_per_gpu": (t / gpus) if (t := value(lv, "throughput.total_tps")) is not None else None,
+        }
+        for lv in sw["levels"]
+    ]
+    points = [p for p in points if p["user_decode_tps_p25"] is not None and p["total_tps_per_gpu"] is not None]
+    rows = [
+        [p["concurrency"], num(p["user_decode_tps_p25"], 1), num(p["total_tps_per_gpu"]), num(p["output_tps_per_gpu"])]
+        for p in sw["frontier"]
+    ]
+    words = (
+        f"Levels no other level beats on both per-user decode speed (p25) and total tokens/s per {per}"
+        f" (GPUs: {sw['hardware'].get('gpus') or 'unknown'}): the settings worth choosing from."
+    )
+    headers = ["sessions", "decode p25", f"total tok/s per {per}", f"output tok/s per {per}"]
+    body = paragraph(text(words)) + table(headers, rows)
+    if points:
+        body += figure(
+            study_plots.frontier(points, sw["frontier"], per), "Grey: every level; blue: the frontier.", "frontier"
+        )
+    return Section("frontier", "Pareto frontier", body)
+
+
+def slo_section(sw: dict[str, Any]) -> Section | None:
+    """With --slo: the most sessions before the SLO first breaks, at the sweep's resolution (its levels)."""
+    k = sw.get("slo_knee")
+    if not k:
+        return None
+    gpus = sw["hardware"].get("gpus")
+    items = [("-" if k["concurrency"] is None else str(k["concurrency"]), "sessions within the SLO")]
+    if k["concurrency"] is not None and gpus:
+        items.append((_short(k["concurrency"] / gpus), "sessions per GPU"))
+    words = f"SLO {', '.join(sw['slo'])}; {k['rule']}. {k.get('note', '')}. Exact to the sweep's levels only:"
+    words += " replay capacity searches to one agent."
+    return Section("slo", "Capacity at the SLO", tiles(items) + paragraph(text(words)))
+
+
+SWEEP_SECTIONS = (levels_section, curves_section, knee_section, slo_section, frontier_section)
+
+
+def sweep_meta(sw: dict[str, Any]) -> list[str]:
+    hw = sw["hardware"]
+    return [
+        f"replay {sw.get('replay_version', '')} · {sw.get('created', '')} · host {sw['host']} · {sw['mode']}",
+        f"levels {', '.join(str(c) for c in sw['concurrency'])} · GPUs {hw.get('gpus') or 'unknown'}"
+        f" ({hw.get('source')})",
+        sw.get("command") or "",
+    ]
+
+
+def sweep_page(sw: dict[str, Any]) -> str:
+    plots.require_matplotlib()
+    sections = [sec for fn in SWEEP_SECTIONS if (sec := fn(sw)) is not None]
+    return render_page(f"replay sweep: {sw['host']}", sections, sweep_meta(sw))
+
+
+def answer_section(cap: dict[str, Any]) -> Section:
+    items = [(f"{cap['max_concurrency']}", "concurrent agents at the SLO")]
+    for key, label in (("per_gpu", "agents per GPU"), ("per_mw", "agents per MW (accelerator power)")):
+        if cap.get(key) is not None:
+            items.append((_short(cap[key]), label))
+    if cap.get("per_dollar_hour") is not None:
+        items.append((_short(cap["per_dollar_hour"]), "agents per dollar-hour"))
+    words = (
+        f"SLO {', '.join(cap['slo'])}: the largest number of concurrent agents for which every threshold held, found"
+        f" in {cap['runs']} runs (a sweep of every level from 1 to the first that breaks takes"
+        f" {cap['full_sweep_runs']})."
+    )
+    body = tiles(items) + paragraph(text(words)) + paragraph(text("Uncertainty: " + cap["uncertainty"]["text"]))
+    body += note(f"Power: {cap['power_note']}.")
+    return Section("answer", "Capacity at the SLO", body)
+
+
+def probes_section(cap: dict[str, Any]) -> Section:
+    thresholds = parse_all(cap["slo"])
+    rows = [
+        [i + 1, p["concurrency"], p["step"], "held" if p["ok"] else "broke", *[_check(c) for c in p["checks"]]]
+        for i, p in enumerate(cap["probes"])
+    ]
+    body = table(["#", "agents", "step", "SLO", *[t.expr for t in thresholds]], rows, numeric_from=1)
+    svg = study_plots.capacity_probes(cap["probes"], thresholds, cap["max_concurrency"])
+    caption = "Each probe's figure against its concurrency (circles held, crosses broke); dotted: the limit."
+    return Section("probes", "The search", body + figure(svg, caption, "capacity probes"))
+
+
+def _short(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def _check(c: dict[str, Any]) -> str:
+    v = c["value"]
+    return "-" if v is None else f"{v:,.4g}"
+
+
+def capacity_page(cap: dict[str, Any]) -> str:
+    plots.require_matplotlib()
+    meta = [
+        f"replay {cap.get('replay_version', '')} · {cap.get('created', '')} · host {cap['host']} · {cap['mode']}",
+        f"each probe {cap['warmup_s']:g} s warm-up, {cap['window_s']:g} s window · search {cap['search']}",
+        cap.get("command") or "",
+    ]
+    return render_page(f"replay capacity: {cap['host']}", [answer_section(cap), probes_section(cap)], meta)

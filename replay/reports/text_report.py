@@ -1,0 +1,266 @@
+"""Reports: the summary of ``replay.metrics.summary`` for people (a terminal report) and machines (JSON).
+
+Every line fits a 100-column terminal, says what its figure is where a newcomer would ask, and the report ends with
+the verdict a nightly job is judged by.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from replay.reports.provider_report import provider_lines
+from replay.reports.recipe_text import recipe_lines
+from replay.workload.words import plural
+
+
+def to_json(summary: dict[str, Any]) -> str:
+    return orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def _s(v: float | None, unit: str = "s") -> str:
+    if v is None:
+        return "-"
+    if unit == "s":
+        return f"{v * 1000:,.1f} ms" if v < 1 else f"{v:,.2f} s"
+    return f"{v:,.1f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _row(name: str, d: dict[str, Any], keys: tuple[str, ...], unit: str = "s") -> str:
+    cells = "  ".join(f"{k} {_s(d.get(k), unit):>10}" for k in keys)
+    return f"  {name:<27}{cells}   (n={d.get('n', 0)})"
+
+
+def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> str:
+    """A compact, complete terminal report."""
+    s = summary
+    lines = _head(header or {}) + _overview(s)
+    lines += ["", "Latency (calls sent in the window)"]
+    lines.append(_row("TTFT", s["ttft_s"], ("p50", "p95", "p99")))
+    lines.append(_row("time to first answer token", s["ttfat_s"], ("p50", "p95", "p99")))
+    lines.append(_row("end-to-end", s["e2e_s"], ("p50", "p95", "p99")))
+    lines.append(_row("inter-token latency", s["itl_s"], ("p50", "p95", "p99")))
+    lines.append(_row("per-user decode tok/s", s["user_decode_tps"], ("p25", "p50", "p75"), unit="tps"))
+    lines.append(_row("per-user tok/s incl. wait", s["user_output_tps_incl_wait"], ("p25", "p50"), unit="tps"))
+    lines += _throughput(s["throughput"]) + _cache(s["cache"]) + _tasks(s["tasks"])
+    if s.get("windows"):
+        lines += _over_time(s["windows"])
+    tot = s["totals"]
+    lines.append(
+        f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"
+        f" cached), {tot['output_tokens']:,} output tokens"
+    )
+    lines += _client(s["client"]) + provider_lines(s)
+    if s.get("truth"):
+        lines += _truth_lines(s["truth"])
+    lines += recipe_lines(s)
+    lines += _verdict(s)
+    return "\n".join(lines)
+
+
+def _head(header: dict[str, Any]) -> list[str]:
+    if not header:
+        return []
+    host, load = header.get("host", {}), header.get("load", {})
+    sim = f" (simulated, profile {header['simulated_host']})" if header.get("simulated_host") else ""
+    return [
+        f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}) · model"
+        f" {host.get('model')}{sim}",
+        f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · concurrency"
+        f" {load.get('concurrency')} · tool time {load.get('tool_time')} · seed {load.get('seed')}",
+    ]
+
+
+def _overview(s: dict[str, Any]) -> list[str]:
+    w = s["window"]
+    errors = f"errors {s['errors']}" + (f" {s['errors_by_class']}" if s["errors"] else "")
+    retries = f" · retries {s['retries']}" if s.get("retries") else ""
+    line = [
+        f"{plural(s['requests'], 'call')} · {errors}{retries}"
+        + (f" · {s['invalid_usage']} with implausible usage" if s.get("invalid_usage") else ""),
+        _window_line(s, w),
+    ]
+    if s.get("segments"):
+        gaps = [f"{g['gap_s']:,.0f} s" for g in s["segments"][1:] if g.get("gap_s") is not None]
+        line.append(
+            f"resumed run: {plural(len(s['segments']), 'segment')}, read as one"
+            + (f" (gaps: {', '.join(gaps)}; the window counts only the time the segments ran)" if gaps else "")
+        )
+    if s.get("span"):
+        line[1] = (
+            f"span {s['window_s']:.1f} s (the windows from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start,"
+            f" {plural(w['requests'], 'call')} completed in them)"
+        )
+    return line
+
+
+def _window_line(s: dict[str, Any], w: dict[str, Any]) -> str:
+    covers = f"{w['requests']:,} of {plural(w.get('of_requests', s['requests']), 'call')}"
+    if w.get("whole_run"):
+        return f"window: the whole run, {s['window_s']:.1f} s (figures cover {covers}: every call of the tasks)"
+    return (
+        f"steady window {s['window_s']:.1f} s (from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start;"
+        f" figures cover {covers}, those sent in it)"
+        + ("" if w["steady"] else "  [no steady state reached: figures cover the whole run]")
+    )
+
+
+def _throughput(t: dict[str, Any]) -> list[str]:
+    return [
+        "",
+        "Aggregate throughput over the steady window (tokens/s)",
+        f"  total {_rate(t['total_tps'])}  =  cached input {_rate(t['cached_input_tps'])}"
+        f"  +  new input {_rate(t['new_input_tps'])}  +  output {_rate(t['output_tps'])}",
+        f"  per minute: {_rate(t['total_tokens_per_min'])} tokens total, {_rate(t['output_tokens_per_min'])} output"
+        + ("  (input from client estimates: host sent no usage)" if t.get("input_from_client_estimate") else ""),
+    ]
+
+
+def _cache(c: dict[str, Any]) -> list[str]:
+    hit = _pct(c["host_hit_ratio"]) if c["requests_with_cached_tokens"] else "- (the host reports no cached tokens)"
+    return [
+        "",
+        f"Prompt cache: reusable {_pct(c['client_reuse_ratio'])} · host hit {hit} · efficiency {_pct(c['efficiency'])}",
+        "  reusable = prompt repeating the previous call and its answer; hit = served from the host's cache;",
+        "  efficiency = hit / reusable (over 100%: the host also reused prompts across sessions)",
+    ]
+
+
+def _tasks(k: dict[str, Any]) -> list[str]:
+    others = [f"{k.get('failed', 0)} failed"] if k.get("failed") else []
+    others += [f"{k.get('partial', 0)} cut short"] if k.get("partial", k["incomplete"]) else []
+    extra = f" ({', '.join(others)})" if others else ""
+    if not k["count"]:
+        return ["", f"Tasks: none complete{extra}: run longer or use --tasks for task figures"]
+    proj, save = k["projected_wall_s"], k["projected_saving"]
+    lines = [
+        "",
+        f"Tasks: {k['count']} complete{extra} · mean wall {_s(k['wall_s'])} = model {_s(k['model_time_s'])}"
+        f" + tools {_s(k['tool_time_s'])}" + _waits(k),
+        f"  model share {_pct(k['model_share'])} · a 2x faster model: {_s(proj['2x'])} per task ({_pct(save['2x'])}"
+        f" saved) · 10x: {_s(proj['10x'])} ({_pct(save['10x'])})",
+    ]
+    if k.get("attempts_per_turn") and k["attempts_per_turn"] > 1:
+        lines.append(f"  attempts per turn {k['attempts_per_turn']:.2f} (retries)")
+    if k.get("subagents"):
+        lines.append(
+            f"  subagents: {k['subagents']} runs, {k['subagent_calls']} calls, mean"
+            f" {_s(k['subagent_model_time_s'])} of their model time per task (inside the parents' waits)"
+        )
+    return lines
+
+
+def _waits(k: dict[str, Any]) -> str:
+    out = ""
+    if k.get("throttled_time_s"):
+        out += f" + throttled {_s(k['throttled_time_s'])}"
+    if k.get("queue_time_s") and k["queue_time_s"] >= 0.001:
+        out += f" + client queue {_s(k['queue_time_s'])}"
+    return out
+
+
+MAX_ROWS = 24
+
+
+def _over_time(windows: list[dict[str, Any]]) -> list[str]:
+    """The windows as a table (every k-th when there are many: all of them are in --json and the HTML)."""
+    step = -(-len(windows) // MAX_ROWS)
+    rows = [
+        f"  {w['start_s']:>8.0f} s {w['requests']:>7,} {_rate(w['total_tps']):>11} {_rate(w['output_tps']):>9}"
+        f" {_s(w['ttft_p50_s']):>10} {_s(w['ttft_p95_s']):>10} {_s(w['user_decode_tps_p25'], 'n'):>9}"
+        f" {w['errors']:>6}"
+        for w in windows[::step]
+    ]
+    every = f", every {step}th shown" if step > 1 else ""
+    return [
+        "",
+        f"Over time ({plural(len(windows), 'window')} of the run{every}; calls completed in each)",
+        "     start   calls   total t/s  output t/s  TTFT p50   TTFT p95  decode p25  errors",
+        *rows,
+    ]
+
+
+def _client(cl: dict[str, Any]) -> list[str]:
+    lag = cl["loop_lag_p99_ms"]
+    workers = cl.get("workers") or []
+    busiest = f"{len(workers)} worker processes, the busiest " if workers else ""
+    if cl["saturated"]:
+        busy = cl["cpu_share"] is not None and cl["cpu_share"] > 0.85
+        cause = (f"its CPU was {_pct(cl['cpu_share'])} of a core" if busy
+                 else f"its event loop lagged {_s(lag, 'n')} ms (p99): this process was held up")  # fmt: skip
+        if workers:
+            names = ", ".join(str(w["worker"]) for w in workers if w["saturated"])
+            cause = f"worker {names} of {len(workers)}: " + cause.replace("this process", "that worker")
+        lines = [
+            f"WARNING: the client was the bottleneck ({cause}); figures may understate the host.",
+            "  Lower --concurrency, or raise --workers (up to the machine's cores).",
+        ]
+    elif cl["cpu_share"] is not None:
+        lines = [
+            f"Client: {busiest}{_pct(cl['cpu_share'])} of one core, event-loop lag p99 {_s(lag, 'n')} ms (not a"
+            " bottleneck)"
+        ]
+    else:
+        lines = []
+    wait = cl.get("send_wait_s") or {}
+    if wait.get("n"):
+        lines.append(
+            f"  send wait (call begun to bytes sent, not in TTFT): p50 {_s(wait['p50'])}, p99 {_s(wait['p99'])}"
+        )
+    return lines
+
+
+def _truth_lines(tr: dict[str, Any]) -> list[str]:
+    """The client's figures against the simulated host's truth log, in three lines (replay.metrics.truth_compare)."""
+    ttft, tok = tr["ttft_dev_s"], tr["token_dev_s"]
+    q, pf = tr["host_queue_wait_s"], tr["host_prefill_s"]
+    counts_ok = (
+        tr["output_tokens_equal"] == tr["ok_matched"] and tr["cached_tokens_equal"] == tr["cached_tokens_reported"]
+    )
+    counts = "equal" if counts_ok else "DIFFER"
+    every = tr.get("every") or 1
+    of = f", every {every}th call of {tr['of_requests']:,}" if every > 1 else ""
+    return [
+        "",
+        f"Against the host's truth log ({tr['matched']} of {tr['requests']} calls matched{of}; counts {counts}: output"
+        f" {tr['output_tokens_equal']}/{tr['ok_matched']}, cached {tr['cached_tokens_equal']}/"
+        f"{tr['cached_tokens_reported']})",
+        f"  client − host: TTFT p50 {_s(ttft['p50'])}, p99 {_s(ttft['p99'])} · token times p50 {_s(tok['p50'])},"
+        f" p99 {_s(tok['p99'])}",
+        f"  the host's TTFT = queue wait p50 {_s(q['p50'])} + prefill p50 {_s(pf['p50'])} · preemptions"
+        f" {tr['host_preemptions']}",
+    ]
+
+
+def _verdict(s: dict[str, Any]) -> list[str]:
+    verdict = s.get("verdict")
+    if not verdict:
+        return []
+    lines = [""]
+    base = s.get("baseline")
+    if base:
+        worse = ", ".join(base["regressed"]) or "none"
+        lines.append(f"Against the baseline {base['file']} (tolerance {100 * base['tolerance']:.0f}% + noise):"
+                     f" regressed: {worse}")  # fmt: skip
+        for row in base["figures"]:
+            if row.get("change") is not None:
+                mark = "REGRESSED" if row["regressed"] else "ok"
+                lines.append(f"  {row['figure']:<28} {row['baseline']:>12.6g} -> {row['current']:<12.6g}"
+                             f" {100 * row['change']:+6.1f}%  {mark}")  # fmt: skip
+    for t in s.get("thresholds") or ():
+        value = "-" if t.get("value") is None else f"{t['value']:.6g}"
+        lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")
+    if verdict["passed"]:
+        lines.append("Verdict: passed (exit code 0)")
+    else:
+        lines.append(f"Verdict: {'; '.join(verdict['reasons'])} (exit code {verdict['exit_code']})")
+    return lines

@@ -1,0 +1,65 @@
+"""The run file's header: everything a report needs to know about how a run was made, and nothing secret."""
+
+from __future__ import annotations
+
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy
+import orjson
+
+from replay import __version__, event_loop
+from replay.clients.host import HostConfig
+from replay.records.run_file import clock_anchor
+from replay.records.scrub import redact_fields
+from replay.workload.trajectory import Workload
+
+
+def versions() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "aiohttp": aiohttp.__version__,
+        "numpy": numpy.__version__,
+        "orjson": orjson.__version__,
+        "platform": platform.platform(),
+        "event_loop": event_loop.loop_factory()[0],
+    }
+
+
+def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str, Any] | None,
+                 truth_log: Path | None) -> dict[str, Any]:  # fmt: skip
+    """The header of a run of ``spec`` (a RunSpec) against ``host``; ``sim`` describes the embedded host, if any."""
+    return {
+        "replay_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "clock": {"name": "perf_counter", **clock_anchor()},
+        "host": host.public(),
+        "simulated_host": sim["profile"] if sim else None,
+        "simulated": sim,
+        "simulated_faults": sim["faults"] if sim else None,
+        "simulated_truth_log": str(truth_log) if truth_log else None,
+        "request": {
+            "history": spec.history.public(),
+            "force_output_length": spec.force_output_length,
+            "cache_control": spec.cache_control,
+            "responses_state": spec.responses_state,
+            "extra_body": redact_fields(spec.extra_body),
+        },
+        "load": spec.load.public(),
+        "thresholds": list(spec.thresholds),
+        "abort_on_fail": spec.abort_on_fail,
+        "window_s": spec.window_s,
+        "scrape_metrics": spec.scrape_metrics,
+        "baseline": {"file": spec.baseline, "tolerance": spec.baseline_tolerance} if spec.baseline else None,
+        "workload": {
+            "paths": workload.paths,
+            "digest": workload.digest,
+            "trajectories": len(workload.trajectories),
+            "turns": workload.turns,
+            "tokenizer": workload.tokenizer,
+        },
+        "versions": versions(),
+    }

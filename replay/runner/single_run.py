@@ -1,0 +1,409 @@
+"""One run, end to end: load the workload, pick the host (or start the simulated one), write the run file,
+run the closed loop, summarise and judge. The CLI, the library face and the tests all enter here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import aiohttp
+
+from replay import event_loop
+from replay.clients.client import make_client, make_flavour
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.host import CONNECTIONS, DEFAULT_MAX_RESPONSE_BYTES, HostConfig
+from replay.clients.transport import Transport
+from replay.hosts.resolve import HostError, ResolvedHost, rate_card_option, resolve
+from replay.loops.closed_loop import LoadConfig, run_load
+from replay.metrics.streaming import StreamSummary
+from replay.metrics.truth_compare import compare_file
+from replay.metrics.windows import Tee, WindowRecorder
+from replay.records.run_file import RunWriter
+from replay.records.scrub import SECRET_NAMES, Scrubber
+from replay.reports.prometheus_export import PrometheusSink
+from replay.runner.embedded_host import embedded_host
+from replay.runner.rebuild import rebuild_run
+from replay.runner.recipes import RecipeFacts, get_recipe, header_block
+from replay.runner.resume import Previous, ResumeError, check_same, read_previous
+from replay.runner.run_error import RunError
+from replay.runner.run_header import build_header
+from replay.runner.soak_jobs import side_jobs
+from replay.verdict.judge import judge
+from replay.verdict.thresholds import ThresholdError, parse_all
+from replay.workload.history import HistoryPolicy
+from replay.workload.trajectory import Workload, default_workload_path, load_workload
+
+SIM_MODEL = "replay-sim"
+DEFAULT_WINDOW_S = 60.0
+LONG_RUN_S = 600.0  # runs this long or longer get windows unless told otherwise
+DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
+
+
+@dataclass(slots=True)
+class RunSpec:
+    """Everything a run needs; ``host`` None means the embedded simulated host."""
+
+    trajectories: list[str] = field(default_factory=list)
+    host: str | None = None
+    model: str | None = None
+    api: str = "chat"  # chat | completions | responses | anthropic
+    api_key_env: str = "OPENAI_API_KEY"
+    load: LoadConfig = field(default_factory=LoadConfig)
+    retries: int | None = None  # None: DEFAULT_RETRIES against a real host, 0 against the simulated one
+    force_output_length: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    request_timeout_s: float = 600.0
+    stall_timeout_s: float = 120.0
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    cache_control: str = "none"  # anthropic: none | auto
+    responses_state: str = "none"  # responses: none | previous
+    thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ... (replay.verdict.thresholds)
+    abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
+    window_s: float | None = None  # window records every this many seconds (None: 60 s for runs of 10 min or more)
+    resume: bool = False  # go on with the run in ``out`` (replay run --resume): see replay.runner.resume
+    prometheus: str | None = None  # HOST:PORT to serve the live figures at /metrics
+    scrape_metrics: str | None = None  # the host's Prometheus endpoint, sampled every window
+    baseline: str | None = None  # an earlier run file: figures worse than it by more than the tolerance fail the run
+    baseline_tolerance: float = 0.10
+    out: str | None = None
+    sim_profile: str = "default"
+    sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
+    sim_truth_log: str | None = None
+    sim_faults: str | None = None
+    sim_fault_seed: int = 0
+    sim_dialect: str | None = None
+    sim_fallback: str | None = None
+    # Hosts (replay.hosts.resolve): --dialect, --hosts, --header, --connection, the speed options, --rate-card.
+    dialect: str | None = None  # a preset's fields and options applied to any URL (or the sim)
+    hosts_file: str | None = None  # default: ./replay.toml when present
+    headers: dict[str, str] = field(default_factory=dict)
+    connection: str = "session"  # session | per-request
+    service_tier: str | None = None
+    speed: str | None = None
+    route_sort: str | None = None
+    route_order: list[str] = field(default_factory=list)
+    route_only: list[str] = field(default_factory=list)
+    fallbacks: bool | None = None  # False: --no-fallbacks
+    rate_card: str | None = None  # a shipped card's name or input=..,output=.. (over the hosts file's)
+    tokenizer: str | None = None
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    progress: bool = True
+    recipe: str | None = None  # agentx | aa-agentperf (replay.runner.recipes), already applied to the fields above
+    recipe_facts: RecipeFacts = field(default_factory=RecipeFacts)  # GPUs, power, rate card, SLO tiers
+    arrivals: Any = None  # an open loop's arrivals (replay.loops.arrivals.Arrivals); None: the closed loop
+    max_live: int | None = None  # open loop: sessions at once (default: the concurrency)
+    workers: int = 1  # processes the closed loop's lanes are sharded over (replay.scale.workers); 1: this one
+    ray: str | None = None  # --ray ADDRESS: the workers as actors on that Ray cluster (workers 0: one per its CPUs)
+    ray_listen: str | None = None  # where the actors connect back (default: this node's IP as Ray knows it)
+
+
+@dataclass(slots=True)
+class RunResult:
+    summary: dict[str, Any]
+    header: dict[str, Any]
+    path: Path
+    footer: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed, 2 a threshold breached, 3 not complete, 128+N stopped by signal N (replay.verdict.judge)."""
+        return int(self.summary["verdict"]["exit_code"])
+
+
+def default_out_path() -> Path:
+    return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
+
+
+async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> str | None:
+    """The first model a host lists at /models, for when --model is not given (``headers``: its auth)."""
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
+            http.get(base_url.rstrip("/") + "/models", headers=headers) as resp,
+        ):
+            data = await resp.json(content_type=None)
+            return str(data["data"][0]["id"])
+    return None
+
+
+@contextlib.contextmanager
+def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    if spec.host:
+        yield spec.host, None
+        return
+    truth = str(truth_log) if truth_log else None
+    with contextlib.ExitStack() as stack:
+        try:
+            sim = stack.enter_context(embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed,
+                                                    dialect=spec.sim_dialect, fallback=spec.sim_fallback,
+                                                    profile_file=spec.sim_profile_file))  # fmt: skip
+        except RuntimeError as exc:
+            raise RunError(str(exc)) from None
+        yield sim.base_url, {"profile": _sim_profile_name(spec), "profile_file": spec.sim_profile_file,
+                             "faults": spec.sim_faults, "dialect": spec.sim_dialect, "fallback": spec.sim_fallback,
+                             "pid": sim.pid}  # fmt: skip
+
+
+def _sim_profile_name(spec: RunSpec) -> str:
+    if not spec.sim_profile_file:
+        return spec.sim_profile
+    from replay.sim.core.profile_file import resolve_profile
+
+    return resolve_profile(spec.sim_profile, spec.sim_profile_file).name
+
+
+def truth_log_path(spec: RunSpec, out: Path, segment: int = 0) -> Path | None:
+    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none);
+    a resumed run's later segments each write their own. Every run against the sim can then say how far the
+    client's times are from the host's own."""
+    if spec.host:
+        return None
+    path = Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
+    return path.with_suffix(f".{segment}.jsonl") if segment else path
+
+
+def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
+    """``spec`` with its host resolved (a preset or hosts-file name becomes its URL, model, flavour, key variable,
+    body and headers) and the resolved host itself; RunError naming the file and field, or the option."""
+    try:
+        r = resolve(spec)
+        if spec.rate_card:
+            r = dataclasses.replace(r, price=rate_card_option(spec.rate_card))
+        facts = spec.recipe_facts  # --gpus and --power-kw over the hosts file's; the recipe's figures and the header's
+        r = dataclasses.replace(r, gpus=facts.gpus or r.gpus, power_kw=facts.power_kw or r.power_kw)
+    except HostError as exc:
+        raise RunError(str(exc)) from None
+    if spec.connection not in CONNECTIONS:
+        raise RunError(f"--connection: expected one of {', '.join(CONNECTIONS)}, not {spec.connection!r}")
+    spec = dataclasses.replace(spec, host=r.base_url, model=r.model, api=r.api, api_key_env=r.key_env,
+                               extra_body=r.body, headers=r.headers, recipe_facts=dataclasses.replace(
+                                   facts, gpus=r.gpus, power_kw=r.power_kw))  # fmt: skip
+    return spec, r
+
+
+def check_spec(spec: RunSpec) -> None:
+    """Everything about ``spec`` that can be wrong before a byte is sent: RunError naming the option."""
+    spec, _ = resolve_host(spec)
+    try:
+        parse_all(spec.thresholds, check_figures=True)
+    except ThresholdError as exc:
+        raise RunError(f"--threshold: {exc}") from None
+    try:
+        make_flavour(spec.api, RequestOptions("m"))
+    except ValueError as exc:
+        raise RunError(f"--api: {exc}") from None
+    if spec.baseline and not Path(spec.baseline).is_file():
+        raise RunError(f"--baseline: {spec.baseline}: no such run file")
+    if spec.prometheus and not re.fullmatch(r"[\w.\-]*:\d{1,5}", spec.prometheus):
+        raise RunError(f"--prometheus: expected HOST:PORT, such as 127.0.0.1:9464; got {spec.prometheus!r}")
+    check_workers(spec)
+    if not spec.host:
+        from replay.runner.sim_options import check_sim_options
+
+        check_sim_options(spec)
+
+
+def check_workers(spec: RunSpec) -> None:
+    """``--workers``: 1 or more; more than 1 (or ``--ray``) shards the closed loop, so what needs one process is
+    refused."""
+    if spec.workers < (0 if spec.ray else 1):
+        raise RunError(f"--workers: expected 1 or more, not {spec.workers}")
+    if spec.workers == 1 and not spec.ray:
+        return
+    sharded = "--ray" if spec.ray else f"--workers {spec.workers}"
+    one_process = [("--resume", spec.resume), ("an open loop (--arrivals)", spec.arrivals is not None),
+                   ("--max-rpm (one limiter for every session)", spec.load.rate_limit is not None),
+                   ("--start-at and the recipes' lanes (warm-up barrier, background subagents, idle caps)",
+                    spec.load.lanes is not None)]  # fmt: skip
+    for name, asked in one_process:
+        if asked:
+            raise RunError(f"{sharded}: {name} runs in one process; leave {sharded.split()[0]} out")
+    if spec.ray and importlib.util.find_spec("ray") is None:  # before a byte is written
+        raise RunError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'")
+
+
+def ensure_open_files(concurrency: int) -> None:
+    """Raise the soft open-file limit to cover the sessions' connections (2 per session, and room for files), or
+    say before the run why it cannot: 256 sessions under a limit of 128 would otherwise fail thousands of calls."""
+    import resource
+
+    need = 2 * concurrency + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < need:
+        raise RunError(
+            f"--concurrency {concurrency} needs about {need} open files, and this process may open only {soft} (hard"
+            f" limit {hard}): raise it (ulimit -n {need}) or lower --concurrency"
+        )
+
+
+def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
+    retries = spec.retries if spec.retries is not None else (DEFAULT_RETRIES if spec.host else 0)
+    load = dataclasses.replace(spec.load, retry=dataclasses.replace(spec.load.retry, retries=retries))
+    if previous is not None and load.duration_s is not None:  # a resumed soak runs for what is left of it
+        load = dataclasses.replace(load, duration_s=max(load.duration_s - previous.elapsed_s, 1.0))
+    return load
+
+
+def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
+    """Run, summarise and judge; the run file is complete (footer included) when this returns."""
+    check_spec(spec)
+    spec, resolved = resolve_host(spec)
+    ensure_open_files(max(spec.load.concurrency, spec.max_live or 0))
+    out = Path(spec.out) if spec.out else default_out_path()
+    try:
+        previous = read_previous(out) if spec.resume else None
+    except (ResumeError, ValueError) as exc:
+        raise RunError(str(exc)) from None
+    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    asked_duration = spec.load.duration_s
+    spec = dataclasses.replace(spec, load=_load_config(spec, previous))
+    if previous is not None:  # before anything is written: a refused resume leaves the file as it was
+        _check_resume(spec, previous, workload, asked_duration)
+    key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
+    secrets = [key] if key else []
+    for name, value in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
+        if name.lower() in SECRET_NAMES and value.strip():
+            secrets += [value, value.split()[-1]]
+    stream = StreamSummary()
+    window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
+    if (spec.scrape_metrics or spec.baseline) and not window_s:  # the host's metrics and the noise: by window
+        window_s = DEFAULT_WINDOW_S
+    windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
+    exporter = PrometheusSink(spec.host or f"simulated:{spec.sim_profile}") if spec.prometheus else None
+    sink = Tee(*(s for s in (stream, windows, exporter) if s is not None))
+    writer = RunWriter(out, Scrubber(secrets), sink=sink, append=previous is not None)
+    truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
+    footer: dict[str, Any] = {"stop_reason": "crashed"}
+    try:
+        with _host(spec, truth_log) as (base_url, sim):
+            auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists models to its keys
+            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url, headers=auth)))
+            if not model:
+                raise RunError(f"no --model given and {base_url}/models lists no model")
+            host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
+                              spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
+                              spec.connection)  # fmt: skip
+            options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
+                                     spec.responses_state)  # fmt: skip
+            header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
+            header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
+            if spec.workers > 1 or spec.ray:
+                header["load"] |= {"workers": spec.workers or "auto"} | ({"ray": spec.ray} if spec.ray else {})
+            if previous is None:
+                writer.header(header)
+            else:
+                _resume_into(writer, previous, header, truth_log)
+            try:
+                jobs = side_jobs(spec, windows, writer, exporter, base_url)
+                footer = event_loop.run(_loop(spec, workload, host, options, writer, stream, jobs, previous))
+                if windows is not None:
+                    writer.mark("window", windows.close(perf_counter()))  # the last one, cut at the end
+            except KeyboardInterrupt:
+                footer = {"stop_reason": "interrupted"}
+                raise
+    finally:
+        with contextlib.suppress(Exception):
+            writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
+        writer.close()
+    if previous is None and windows is None:
+        summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
+        if truth_log is not None and truth_log.exists():  # complete: the host has stopped
+            summary["truth"] = compare_file(out, [truth_log], summary["requests"])
+        judge(summary, writer.header_data, writer.footer_data)
+    else:  # segments and windows: as the report reads them (its baseline gate included)
+        try:
+            summary = rebuild_run(out).summary
+        except ValueError as exc:  # a baseline that cannot be read
+            raise RunError(f"--baseline: {exc}") from None
+    return RunResult(summary, writer.header_data, out, writer.footer_data)
+
+
+def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:
+    """The resumed run's configuration against the file's (the host's own answers, such as its model, aside)."""
+    model = spec.model or previous.header.get("host", {}).get("model")
+    host = HostConfig(spec.host or previous.header.get("host", {}).get("base_url", ""), model, spec.api)
+    sim = None if spec.host else {"profile": _sim_profile_name(spec), "faults": spec.sim_faults,
+                                  "dialect": spec.sim_dialect, "fallback": spec.sim_fallback}  # fmt: skip
+    try:
+        check_same(previous.header, build_header(spec, host, workload, sim, None), duration)
+    except ResumeError as exc:
+        raise RunError(str(exc)) from None
+
+
+def _resume_into(writer: RunWriter, previous: Previous, header: dict[str, Any], truth_log: Path | None) -> None:
+    writer.resumed(previous.header)
+    writer.mark("segment", {"index": previous.segments, "created": header["created"], "clock": header["clock"],
+                            "after": previous.stop_reason or "killed (no footer)", "elapsed_before_s":
+                            previous.elapsed_s, "tasks_before": previous.tasks_started,
+                            "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
+
+
+def _recipe_header(spec: RunSpec) -> dict[str, Any]:
+    """The header's recipe entry (rules and host facts) and, for an open loop, its arrivals and cap."""
+    recipe = get_recipe(spec.recipe) if spec.recipe else None
+    out: dict[str, Any] = {"recipe": header_block(recipe, spec.recipe_facts)}
+    if spec.arrivals is not None:
+        out["open_loop"] = {"arrivals": str(spec.arrivals), "max_live": spec.max_live or spec.load.concurrency}
+    return out
+
+
+def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter,
+          stream: StreamSummary, jobs: list[Any], previous: Any) -> Any:  # fmt: skip
+    """The closed loop, or the open loop when the spec has arrivals."""
+    factory = lambda transport: make_client(host, options, transport)  # noqa: E731
+    check = _threshold_check(spec, stream, writer)
+    if spec.arrivals is None and (spec.workers > 1 or spec.ray):
+        return _sharded(spec, workload, host, options, writer, check, jobs)
+    if spec.arrivals is None:
+        return run_load(workload, factory, Transport(host), spec.load, writer, progress=spec.progress, check=check,
+                        extra=jobs, first_task=previous.tasks_started if previous else 0)  # fmt: skip
+    from replay.loops.open_loop import OpenLoopConfig, run_open_loop
+
+    config = OpenLoopConfig(spec.arrivals, spec.max_live or spec.load.concurrency)
+    return run_open_loop(workload, factory, Transport(host), spec.load, config, writer, spec.progress, check, jobs)
+
+
+async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter,
+                   check: Any, jobs: list[Any]) -> dict[str, Any]:  # fmt: skip
+    """The closed loop's lanes over ``spec.workers`` processes, this one writing the run file."""
+    from replay.scale.workers import ShardedRun, WorkerError, run_workers
+
+    plan = ShardedRun(workload, host, options, spec.load, spec.workers)
+    try:
+        if spec.ray:  # the same workers as Ray actors (replay.scale.ray_workers: Ray is imported there only)
+            from replay.scale.ray_workers import run_on_ray
+
+            return await run_on_ray(spec.ray, spec.ray_listen, plan, writer, spec.progress, check, jobs)
+        return await run_workers(plan, writer, spec.progress, check, jobs)
+    except WorkerError as exc:
+        raise RunError(writer.scrub_text(str(exc))) from None
+
+
+def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:
+    """For --abort-on-fail: a check the closed loop calls every few seconds (None: no check)."""
+    if not (spec.abort_on_fail and spec.thresholds):
+        return None
+    thresholds = parse_all(spec.thresholds)
+
+    def check() -> str | None:
+        summary = stream.summary(writer.header_data)
+        if not summary["window"]["steady"]:
+            return None  # before the steady window opens, figures are warm-up's
+        breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]
+        return f"threshold breached: {', '.join(breached)}" if breached else None
+
+    return check

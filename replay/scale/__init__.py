@@ -1,0 +1,1 @@
+"""A run sharded over worker processes or Ray actors, one run file."""

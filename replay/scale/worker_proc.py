@@ -1,0 +1,197 @@
+"""One worker process of a sharded run (``--workers N``): the closed loop over its share of the lanes, with its own
+event loop and connection pool, its records sent to the parent, which alone writes the run file.
+
+A worker is ``python -m replay.scale.worker_proc FD`` (FD: its end of a socket pair with the parent), in a session of
+its own, so a Ctrl-C in the terminal reaches only the parent, which tells every worker to stop (the same grace as a
+single process). When the parent dies in any way (kill -9 included) the socket closes; the worker cuts its calls at
+once and exits, so nothing is left running. Plain subprocesses, not multiprocessing: no resource-tracker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from replay import event_loop
+from replay.clients.client import make_client
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.host import HostConfig
+from replay.clients.transport import Transport
+from replay.loops.closed_loop import LoadConfig, RunStop, run_load
+from replay.loops.live import LiveState
+from replay.records.run_file import RequestRecord, TaskRecord
+from replay.workload.trajectory import Workload
+
+LIVE_S = 1.0  # how often a worker tells the parent's live view what its lanes are doing
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerJob:
+    """What a worker needs, the first message it reads (pickled: no key in it; the worker reads its own)."""
+
+    index: int
+    lanes: tuple[int, ...]
+    salt: str | None
+    workload: Workload
+    host: HostConfig
+    options: RequestOptions
+    load: LoadConfig
+
+
+class PipeWriter:
+    """The RunWriter face a worker's closed loop writes to: records go to the parent as they happen. Phase marks
+    stay here: the parent marks the run's phases from every worker's records (``replay.scale.workers``)."""
+
+    def __init__(self, conn: Connection, index: int, gone: Callable[[], None]) -> None:
+        self.conn, self.index, self.gone = conn, index, gone
+        self.requests = self.tasks = 0
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        try:
+            self.conn.send(message)
+        except OSError:  # the parent is gone: stop at once, nothing to write to
+            self.gone()
+
+    def request(self, rec: RequestRecord) -> None:
+        self.requests += 1
+        self.send(("request", rec))
+
+    def task(self, rec: TaskRecord) -> None:
+        self.tasks += 1
+        self.send(("task", rec))
+
+    def phase(self, name: str, t: float) -> None:
+        """The parent decides the run's phases."""
+
+    def client(self, sample: dict[str, Any]) -> None:
+        self.send(("client", {**sample, "worker": self.index}))
+
+
+class PipeShard:
+    """The closed loop's ``Shard``: the run's task indices, its start and its stop, from the parent over the socket."""
+
+    def __init__(self, job: WorkerJob, conn: Connection, writer: PipeWriter) -> None:
+        self.index, self.lanes, self.salt = job.index, job.lanes, job.salt
+        self.conn, self.writer = conn, writer
+        self.messages: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self.go = asyncio.Event()
+        self.lost = False  # the parent is gone: no more tasks
+        self.asked: collections.deque[asyncio.Future[int | None]] = collections.deque()  # answered in order
+        asyncio.get_running_loop().add_reader(conn.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            while self.conn.poll():
+                message = self.conn.recv()
+                if message[0] == "go":
+                    self.go.set()
+                elif message[0] == "task":
+                    self._answer(message[1])
+                else:
+                    self.messages.put_nowait(message)
+        except (EOFError, OSError):  # the parent died: cut everything and go
+            asyncio.get_running_loop().remove_reader(self.conn.fileno())
+            self.parent_gone()
+
+    def _answer(self, index: int | None) -> None:
+        if self.asked:
+            future = self.asked.popleft()
+            if not future.done():
+                future.set_result(index)
+
+    def parent_gone(self) -> None:
+        self.lost = True
+        self.go.set()
+        while self.asked:
+            self._answer(None)
+        self.messages.put_nowait(("stop", "parent gone", 0.0))
+        self.messages.put_nowait(("cut",))
+
+    async def ready(self) -> None:
+        self.writer.send(("ready",))
+        await self.go.wait()
+
+    async def take(self) -> int | None:
+        if self.lost:
+            return None
+        future: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self.asked.append(future)
+        self.writer.send(("take",))
+        return await future
+
+    def stopped(self, reason: str) -> None:
+        self.writer.send(("stop", reason))
+
+    async def listen(self, stop: RunStop, live: LiveState) -> None:
+        shown = asyncio.create_task(self._show(live))
+        try:
+            await self._obey(stop)
+        finally:
+            shown.cancel()
+
+    async def _show(self, live: LiveState) -> None:
+        """What the parent's live view shows beyond the records: calls in flight, pauses, turns left (lanes are
+        the run's numbers, so the workers' states add up)."""
+        while True:
+            await asyncio.sleep(LIVE_S)
+            state = {"in_flight": live.in_flight, "pauses": live.pauses, "paused_at": live.paused_at, "left": live.left}
+            self.writer.send(("live", state))
+
+    async def _obey(self, stop: RunStop) -> None:
+        while True:
+            message = await self.messages.get()
+            if message[0] == "stop":
+                stop.ask(message[1], message[2])
+            elif message[0] == "signal":  # the parent's: the same reason and grace as a signal to one process
+                stop.on_signal(message[1])
+            elif message[0] == "cut":
+                stop.on_second_signal()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            asyncio.get_running_loop().remove_reader(self.conn.fileno())
+
+
+def main(fd: int) -> None:
+    """The worker process: read the job, run the shard, send its footer (or what went wrong), exit."""
+    serve(Connection(fd))
+
+
+def serve(conn: Connection) -> None:
+    """A worker on its connection to the parent (a socket pair's end, or TCP: ``replay.scale.remote_worker``)."""
+    try:
+        job: WorkerJob = conn.recv()
+    except (EOFError, OSError):
+        return  # the parent went before it sent the job
+    try:
+        footer = event_loop.run(_work(job, conn))
+        message: tuple[Any, ...] = ("footer", footer)
+    except BaseException:
+        message = ("error", f"worker {job.index}: {traceback.format_exc(limit=8)}")
+    with contextlib.suppress(OSError):
+        conn.send(message)
+    conn.close()
+
+
+async def _work(job: WorkerJob, conn: Connection) -> dict[str, Any]:
+    shard: PipeShard | None = None
+    writer = PipeWriter(conn, job.index, lambda: shard.parent_gone() if shard is not None else None)
+    shard = PipeShard(job, conn, writer)
+    try:
+        factory = lambda transport: make_client(job.host, job.options, transport)  # noqa: E731
+        footer = await run_load(job.workload, factory, Transport(job.host), job.load, writer, progress=False,
+                                shard=shard)  # fmt: skip
+    finally:
+        shard.close()
+    return {**footer, "worker": job.index, "requests": writer.requests, "tasks": writer.tasks}
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

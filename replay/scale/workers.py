@@ -1,0 +1,378 @@
+"""``--workers N``: one run's lanes sharded over N worker processes, each with its own event loop and connection
+pool, when one process's CPU is the limit.
+
+Lane k runs in worker k mod N, so the lanes are the run's lanes, split as evenly as can be. This process (the
+parent) keeps everything that defines the run: it hands out the task indices of the one seeded order (so the tasks,
+their numbers and the task limit are those of a single process), marks the phases (start; the steady window opening
+when every lane's first call is back, after ``--warmup``, or at the start of a run of N tasks; the stop) by the same
+rules as the single-process closed loop, times the duration, and is the only writer of the run file: every record
+reaches it over a socket as it happens and is written, flushed, summarised and checked (thresholds, windows) there,
+so the summary is the same function of the same records. The client's self-measurements carry their worker's
+number, and the report's saturation check looks at each worker (``results.metrics``).
+
+Any stop (duration, signal, ``--abort-on-fail``, a worker's ``--on-error abort``) is passed to every worker with its
+grace; a second signal cuts. When the parent exits, whatever way, no worker outlives it: they are killed here, and a
+worker whose parent died (kill -9) finds its socket closed and cuts its calls at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import replay
+from replay.clients.flavours.base import RequestOptions
+from replay.clients.host import HostConfig
+from replay.loops.closed_loop import LoadConfig, RunStop, print_progress, run_checks
+from replay.loops.live import LiveState
+from replay.loops.phases import PhaseMarks
+from replay.loops.signals import graceful_signals
+from replay.records.run_file import RequestRecord, RunWriter
+from replay.scale.clock_sync import shift_message
+from replay.scale.worker_proc import WorkerJob
+from replay.workload.trajectory import Workload
+
+START_TIMEOUT_S = 120.0  # a worker imports, unpickles the workload and warms its connections within this
+EXIT_MARGIN_S = 15.0  # past the drain's grace: how long a worker's footer may take before it is killed
+
+
+class WorkerError(RuntimeError):
+    """A worker failed (its traceback, or how it exited): the run stops."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedRun:
+    """A closed-loop run to shard: what ``run_load`` takes, and how many processes."""
+
+    workload: Workload
+    host: HostConfig
+    options: RequestOptions
+    load: LoadConfig
+    workers: int
+    launcher: Launcher | None = None  # None: local processes over socket pairs; else e.g. Ray actors over TCP
+
+
+@dataclass(slots=True)
+class Launched:
+    """A worker a launcher started: something with ``poll``, ``wait(timeout)`` and ``kill`` (a Popen, an actor),
+    its connection, the offset that brings its clock to this one's, and what the footer says of it."""
+
+    proc: Any
+    conn: Connection
+    offset: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+Launcher = Callable[[int, dict[str, str]], list[Launched]]  # (workers, environment to hand them) -> started
+
+
+def shard_lanes(slots: int, workers: int) -> list[tuple[int, ...]]:
+    """Lane k to worker k mod N; never more workers than lanes."""
+    n = max(min(workers, slots), 1)
+    return [tuple(range(k, slots, n)) for k in range(n)]
+
+
+@dataclass(slots=True)
+class _Worker:
+    index: int
+    proc: Any  # subprocess.Popen, or a launcher's (poll, wait, kill)
+    conn: Connection
+    lanes: tuple[int, ...]
+    offset: float = 0.0  # added to the worker's stamps: its clock to this one's (replay.scale.clock_sync)
+    info: dict[str, Any] = field(default_factory=dict)
+    ready: bool = False
+    in_flight: int = 0  # calls in flight, as it last said
+    gone: bool = False
+    footer: dict[str, Any] | None = None
+
+
+class _Marks(PhaseMarks):
+    """The run's phase decisions, made here from every worker's records by the single-process rules."""
+
+    def __init__(self, writer: RunWriter, slots: int, auto: bool) -> None:
+        super().__init__(writer)
+        self.slots = slots
+        self.auto = auto  # the window opens when every lane's first call is back
+        self.stopping = False  # the stop was passed to the workers: no new work
+        self.first_call_done: set[int] = set()
+
+    def request(self, rec: RequestRecord) -> None:
+        if rec.session not in self.first_call_done:
+            self.first_call_done.add(rec.session)
+            if self.auto and len(self.first_call_done) == self.slots and not self.stopping:
+                self.mark("steady_start")
+
+
+class _Parent:
+    """The workers, their messages, the task counter and the stop."""
+
+    def __init__(self, plan: ShardedRun, writer: RunWriter, live: LiveState) -> None:
+        load = plan.load
+        self.plan, self.writer, self.live = plan, writer, live
+        self.task_limit = (
+            load.tasks if load.tasks is not None else (None if load.duration_s else len(plan.workload.tasks))
+        )
+        self.slots = load.concurrency if self.task_limit is None else max(min(load.concurrency, self.task_limit), 1)
+        self.whole = self.task_limit is not None and load.duration_s is None and load.warmup_s is None
+        self.marks = _Marks(writer, self.slots, auto=load.warmup_s is None and not self.whole)
+        self.asked = RunStop(load.drain_timeout_s)
+        self.salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
+        self.started = 0
+        self.workers: list[_Worker] = []
+        self.changed = asyncio.Event()  # a worker became ready, sent its footer or went
+        self.error: str | None = None
+
+    # ------------------------------------------------------------------------------------------ processes
+    async def start(self) -> None:
+        """Start the workers, send each its job (in threads: a workload is megabytes), listen to them."""
+        shards, launch = shard_lanes(self.slots, self.plan.workers), self.plan.launcher
+        if launch is None:
+            self.workers += [_spawn(index, lanes) for index, lanes in enumerate(shards)]
+        else:  # remote workers get the key from here, over their authenticated connection
+            key, name = self.plan.host.api_key(), self.plan.host.api_key_env
+            started = await asyncio.to_thread(launch, len(shards), {name: key} if key else {})
+            self.workers += [_Worker(i, s.proc, s.conn, lanes, s.offset, s.info)
+                             for i, (s, lanes) in enumerate(zip(started, shards, strict=True))]  # fmt: skip
+        jobs = [WorkerJob(w.index, w.lanes, self.salt, self.plan.workload, self.plan.host, self.plan.options,
+                          self.plan.load) for w in self.workers]  # fmt: skip
+        sent = await asyncio.gather(*(asyncio.to_thread(w.conn.send, job) for w, job in zip(self.workers, jobs,
+                                      strict=True)), return_exceptions=True)  # fmt: skip
+        for w, result in zip(self.workers, sent, strict=True):
+            if isinstance(result, Exception):
+                w.gone = True
+                self.error = self.error or f"worker {w.index} exited (code {w.proc.poll()}) before it read its job"
+        loop = asyncio.get_running_loop()
+        for w in self.workers:
+            loop.add_reader(w.conn.fileno(), self._readable, w)
+
+    def close(self) -> None:
+        """No worker outlives this: closed sockets tell them to cut and go; those that do not are killed."""
+        loop = asyncio.get_running_loop()
+        for w in self.workers:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(w.conn.fileno())
+            w.conn.close()
+        end = perf_counter() + EXIT_MARGIN_S
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=max(end - perf_counter(), 0.1))
+            except subprocess.TimeoutExpired:
+                w.proc.kill()
+                w.proc.wait()
+
+    def broadcast(self, message: tuple[Any, ...]) -> None:
+        for w in self.workers:
+            if not w.gone:
+                with contextlib.suppress(OSError):
+                    w.conn.send(message)
+
+    # ------------------------------------------------------------------------------------------- messages
+    def _readable(self, w: _Worker) -> None:
+        try:
+            for _ in range(256):  # then let the loop run: one busy worker must not starve the others
+                if not w.conn.poll():
+                    return
+                self._message(w, w.conn.recv())
+        except (EOFError, OSError):
+            asyncio.get_running_loop().remove_reader(w.conn.fileno())
+            w.gone = True
+            if w.footer is None and self.error is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    w.proc.wait(timeout=2.0)  # its socket closed as it died: its exit status follows at once
+                code = w.proc.poll()
+                self.error = f"worker {w.index} exited (code {code}) before the end of its run"
+                self.asked.ask("worker failed", 0.0)
+            self.changed.set()
+
+    def _message(self, w: _Worker, message: tuple[Any, ...]) -> None:
+        if w.offset:
+            message = shift_message(message, w.offset)
+        kind = message[0]
+        if kind == "request":
+            self.writer.request(message[1])
+            self.live.request(message[1])
+            self.marks.request(message[1])
+        elif kind == "task":
+            self.writer.task(message[1])
+            self.live.task(message[1])
+        elif kind == "client":
+            self.writer.client(message[1])
+        elif kind == "live":
+            self._live(w, message[1])
+        elif kind == "take":
+            with contextlib.suppress(OSError):
+                w.conn.send(("task", self._take()))
+        elif kind == "stop" and message[1] != "tasks":  # its own stop (--on-error abort): every worker's
+            self.asked.ask(message[1])
+        elif kind in ("ready", "footer", "error"):
+            w.ready = True
+            if kind == "footer":
+                w.footer = message[1]
+            elif kind == "error" and self.error is None:
+                self.error = message[1]
+                self.asked.ask("worker failed", 0.0)
+            self.changed.set()
+
+    def _live(self, w: _Worker, state: dict[str, Any]) -> None:
+        """A worker's lanes as its live view saw them, merged into the run's (its lanes are its own keys)."""
+        live, mine = self.live, set(w.lanes)
+        live.in_flight += state["in_flight"] - w.in_flight
+        w.in_flight = state["in_flight"]
+        for name in ("pauses", "paused_at", "left"):
+            table = getattr(live, name)
+            for lane in [k for k in table if k in mine]:
+                del table[lane]
+            table.update(state[name])
+
+    def _take(self) -> int | None:
+        """The next task of the run's seeded order, as the single-process loop takes them."""
+        if self.marks.stopping:
+            return None
+        if self.task_limit is not None and self.started >= self.task_limit:
+            self.asked.reason = self.asked.reason or "tasks"
+            if not self.whole:
+                self.marks.close_window()  # the other lanes finish the trajectories they hold (the drain)
+            return None
+        self.started += 1
+        self.live.tasks_started = self.started
+        return self.started - 1
+
+    # ------------------------------------------------------------------------------------------- the run
+    def done(self) -> bool:
+        return all(w.footer is not None or w.gone for w in self.workers)
+
+    async def until(self, condition: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait for ``condition``, re-checked whenever a worker's state changes or a stop is asked (False: the
+        timeout came first)."""
+        end = None if timeout is None else perf_counter() + timeout
+        while not condition():
+            left = None if end is None else end - perf_counter()
+            if left is not None and left <= 0:
+                return False
+            self.changed.clear()
+            self.asked.requested.clear()  # a stop asked is kept in asked.reason; this is only the wake-up
+            waits = [asyncio.create_task(self.changed.wait()), asyncio.create_task(self.asked.requested.wait())]
+            await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for task in waits:
+                task.cancel()
+        return True
+
+    def asked_to_stop(self) -> bool:
+        """A stop that ends every worker's run (running out of tasks is not one: the lanes finish theirs)."""
+        return self.error is not None or (self.asked.reason is not None and self.asked.reason != "tasks")
+
+    def stop(self) -> None:
+        """Pass the stop to every worker (no new work; their calls in flight get the grace)."""
+        if not self.marks.stopping:
+            self.asked.ask("duration")
+            self.marks.close_window()
+            self.marks.stopping = True
+            signal, grace = self.asked.signal, 0.0 if self.error else self.asked.grace  # a failed worker: cut
+            self.broadcast(("signal", signal) if signal else ("stop", self.asked.reason, grace))
+
+    def cut(self) -> None:
+        self.asked.on_second_signal()
+        self.broadcast(("cut",))
+
+    def footer(self) -> dict[str, Any]:
+        footers = [w.footer for w in self.workers if w.footer is not None]
+        reason = self.asked.reason or "completed"
+        cancelled = sum(int(m.group(1)) for f in footers
+                        if (m := re.search(r"drain_timeout\((\d+) sessions", str(f.get("stop_reason")))))  # fmt: skip
+        if cancelled:
+            reason += f"+drain_timeout({cancelled} sessions cancelled)"
+        out: dict[str, Any] = {"stop_reason": reason, "tasks_started": self.started, "sessions": self.slots,
+                               "salt": self.salt}  # fmt: skip
+        if self.asked.signal:
+            out["signal"] = self.asked.signal
+        if self.whole:
+            out["window"] = "whole"
+        out["workers"] = [{"worker": w.index, "lanes": len(w.lanes), "stop_reason": (w.footer or {}).get("stop_reason"),
+                           "requests": (w.footer or {}).get("requests"), "tasks": (w.footer or {}).get("tasks"),
+                           **w.info} for w in self.workers]  # fmt: skip
+        return out
+
+
+def _spawn(index: int, lanes: tuple[int, ...]) -> _Worker:
+    """``python -m replay.scale.worker_proc FD`` in a session of its own (a terminal's Ctrl-C reaches the parent),
+    importing this very replay (its directory first on the path), whatever the caller's sys.path was."""
+    mine, theirs = socket.socketpair()
+    here = str(Path(replay.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
+    with theirs:
+        cmd = [sys.executable, "-m", "replay.scale.worker_proc", str(theirs.fileno())]
+        proc = subprocess.Popen(cmd, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True,
+                                env=env)  # fmt: skip
+    return _Worker(index, proc, Connection(mine.detach()), lanes)
+
+
+async def run_workers(
+    plan: ShardedRun,
+    writer: RunWriter,
+    progress: bool = True,
+    check: Callable[[], str | None] | None = None,
+    extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
+) -> dict[str, Any]:
+    """The sharded closed loop to its stop, every record written by ``writer`` here; returns the footer (the
+    single-process footer's fields, and ``workers``: each worker's lanes, requests, tasks and stop)."""
+    live = LiveState(tasks_total=None, duration_s=plan.load.duration_s)
+    parent = _Parent(plan, writer, live)
+    live.tasks_total = parent.task_limit
+    try:
+        with graceful_signals(parent.asked.on_signal, parent.cut):
+            await parent.start()
+            started = lambda: parent.error or parent.asked_to_stop() or all(w.ready for w in parent.workers)  # noqa: E731
+            ready = await parent.until(started, START_TIMEOUT_S)
+            if parent.error or not ready or parent.asked_to_stop():
+                if not ready and not parent.error:
+                    parent.error = f"the workers did not start within {START_TIMEOUT_S:.0f} s"
+                return parent.footer()  # nothing was sent: the workers are stopped by close()
+            await _run(parent, plan.load, progress, check, extra)
+    finally:
+        parent.close()
+        if parent.error:
+            raise WorkerError(parent.error)
+    return parent.footer()
+
+
+async def _run(parent: _Parent, load: LoadConfig, progress: bool, check: Any, extra: Sequence[Any]) -> None:
+    """Start every worker at once, stop them when the run ends, wait for their footers."""
+    marks, live = parent.marks, parent.live
+    t0 = perf_counter()
+    live.t0 = t0
+    marks.mark("start", t0)
+    parent.broadcast(("go",))
+    marks.mark("all_started")
+    if parent.whole:
+        marks.mark("steady_start", t0)
+    if load.warmup_s is not None:
+        asyncio.get_running_loop().call_later(load.warmup_s, lambda: marks.window_open and marks.mark("steady_start"))
+    shown = asyncio.Event()
+    side = [asyncio.create_task(print_progress(live, shown))] if progress else []
+    if check is not None:
+        side.append(asyncio.create_task(run_checks(check, parent.asked)))
+    side += [asyncio.create_task(job()) for job in extra]
+    try:
+        deadline = load.duration_s
+        await parent.until(lambda: parent.done() or parent.asked_to_stop(), deadline)
+        if not parent.done():
+            parent.stop()
+            shown.set()
+            await parent.until(parent.done, parent.asked.grace + EXIT_MARGIN_S)
+    finally:
+        for task in side:
+            task.cancel()
+        await asyncio.gather(*side, return_exceptions=True)
+        marks.mark("end")

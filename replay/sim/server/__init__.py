@@ -1,0 +1,1 @@
+"""The simulated host's HTTP face: requests, answers, faults, dialects, the truth log."""

@@ -1,0 +1,1 @@
+"""The bytes the simulated host sends, one module per API."""

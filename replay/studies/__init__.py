@@ -1,0 +1,1 @@
+"""Studies made of runs: sweeps, capacity searches, comparisons, claims."""

@@ -1,0 +1,1 @@
+"""replay probe: a host measured in passes, and the simulated twin fitted to it."""

@@ -1,0 +1,148 @@
+"""The probe's readings of its records: TTFT and decode-step points for the fit, how many streams a host
+decodes at once, and whether a prompt was still cached.
+
+All sizes are the host's tokens (its ``usage``), the client's estimate standing in where a host reports
+none. A decode step at concurrency is read off a window in which the same streams were all decoding and
+nothing else started: from the last of their first tokens to the first of their last ones. Steps are
+medians over stretches of a few tokens, so that a stall of a shared machine moves them less than a mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.records.run_file import RequestRecord
+from replay.twin.fit import DecodePoint, PrefillPoint
+
+MIN_DECODE_TOKENS = 8  # a call's single-stream decode speed needs this many answer tokens
+MIN_WINDOW_STEPS = 4  # a concurrency window needs this many steps in it
+SEGMENT_TOKENS = 8  # decode steps are medians over stretches of this many tokens
+MIN_SEGMENTS = 3
+
+
+def ok(records: Iterable[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if r.ok and r.t_first_token is not None and r.t_last_token is not None]
+
+
+def host_ratio(records: Iterable[RequestRecord]) -> float:
+    """Host tokens per client token over the prompts both counted (1 when the host reports none)."""
+    host = est = 0
+    for r in records:
+        if r.ok and r.prompt_tokens and r.prompt_tokens_est:
+            host += r.prompt_tokens
+            est += r.prompt_tokens_est
+    return host / est if est else 1.0
+
+
+def prompt(r: RequestRecord, ratio: float) -> int:
+    return r.prompt_tokens if r.prompt_tokens is not None else round(r.prompt_tokens_est * ratio)
+
+
+def cached(r: RequestRecord, ratio: float) -> int:
+    """What the host served from cache; without a report, the client's reusable prefix (an upper bound)."""
+    return r.cached_tokens if r.cached_tokens is not None else round(r.reusable_prefix_tokens * ratio)
+
+
+def prefill_point(r: RequestRecord, ratio: float) -> PrefillPoint:
+    assert r.t_first_token is not None
+    c = min(cached(r, ratio), prompt(r, ratio) - 1)
+    return PrefillPoint(new=prompt(r, ratio) - c, cached=c, ttft_s=r.t_first_token - r.t_sent)
+
+
+def single_decode_point(r: RequestRecord, ratio: float) -> DecodePoint | None:
+    """A lone stream's step over its answer (the median gap per token: a stall of the machine moves a mean,
+    not a median), at its mean context."""
+    n = r.output_tokens or 0
+    if n < MIN_DECODE_TOKENS or r.t_last_token is None or r.t_first_token is None:
+        return None
+    step = median_gap(r, r.t_first_token, r.t_last_token)
+    return DecodePoint(1, prompt(r, ratio) + n / 2, step or (r.t_last_token - r.t_first_token) / (n - 1))
+
+
+def median_gap(r: RequestRecord, start: float, end: float) -> float | None:
+    """The time per token of ``r`` between ``start`` and ``end``, as the median over stretches of
+    ``SEGMENT_TOKENS`` tokens: tokens that reach the client in bursts average out within a stretch, and a
+    stall of the machine spoils only the stretches it falls in. None: too few stretches."""
+    times, counts = token_times(r)
+    inside = (times >= start) & (times <= end)
+    times, total = times[inside], np.cumsum(counts[inside])
+    if len(times) < 2:
+        return None
+    marks = np.arange(total[0], total[-1], SEGMENT_TOKENS)
+    if len(marks) < MIN_SEGMENTS + 1:
+        return None
+    at = times[np.searchsorted(total, marks)]  # when the stream had received each mark's tokens
+    return float(np.median(np.diff(at))) / SEGMENT_TOKENS
+
+
+def token_times(r: RequestRecord) -> tuple[np.ndarray, np.ndarray]:
+    """When each token-bearing read arrived (absolute), and how many events it carried."""
+    flat = np.asarray(r.chunks, dtype=float).reshape(-1, 2)
+    return r.t_sent + flat[:, 0], flat[:, 1]
+
+
+def peak_decoding(records: Sequence[RequestRecord]) -> tuple[int, list[RequestRecord]]:
+    """The most streams decoding at one time, and those streams (at the first time the peak is reached)."""
+    calls = ok(records)
+    edges = sorted([(r.t_first_token, 1, i) for i, r in enumerate(calls)] +  # type: ignore[misc]
+                   [(r.t_last_token, -1, i) for i, r in enumerate(calls)])  # fmt: skip
+    now: set[int] = set()
+    best: set[int] = set()
+    for _, kind, i in edges:
+        if kind == 1:
+            now.add(i)
+            if len(now) > len(best):
+                best = set(now)
+        else:
+            now.discard(i)
+    return len(best), [calls[i] for i in sorted(best)]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A stretch in which ``streams`` calls were all decoding."""
+
+    streams: int
+    start: float
+    end: float
+    steps: float  # mean tokens each stream received inside it
+    point: DecodePoint
+
+
+def decode_window(streams: Sequence[RequestRecord], ratio: float) -> Window | None:
+    """The decode step of ``streams`` decoding together (None if their common stretch is too short)."""
+    if not streams:
+        return None
+    w0 = max(r.t_first_token for r in streams)  # type: ignore[type-var]
+    w1 = min(r.t_last_token for r in streams)  # type: ignore[type-var]
+    if w1 <= w0:
+        return None
+    steps, kv = [], 0.0
+    mid = (w0 + w1) / 2
+    for r in streams:
+        times, counts = token_times(r)
+        steps.append(float(counts[(times > w0) & (times <= w1)].sum()))
+        kv += prompt(r, ratio) + float(counts[times <= mid].sum())
+    mean = float(np.mean(steps))
+    if mean < MIN_WINDOW_STEPS:
+        return None
+    gaps = [g for r in streams if (g := median_gap(r, w0, w1)) is not None]
+    step = float(np.median(gaps)) if gaps else (w1 - w0) / mean
+    return Window(len(streams), w0, w1, mean, DecodePoint(len(streams), kv, step))
+
+
+def still_cached(probe: RequestRecord, first: RequestRecord, ratio: float) -> bool | None:
+    """Was ``probe`` (a prompt sent again) served from cache? By the host's cached tokens when it reports them
+    (half the prompt or more), else by its TTFT (under half the first sending's). None: cannot tell."""
+    if not (probe.ok and first.ok) or probe.t_first_token is None or first.t_first_token is None:
+        return None
+    if probe.cached_tokens is not None:
+        return probe.cached_tokens >= 0.5 * prompt(probe, ratio)
+    return probe.t_first_token - probe.t_sent < 0.5 * (first.t_first_token - first.t_sent)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None

@@ -1,0 +1,1 @@
+"""Judging a run: thresholds, the baseline gate, the exit code."""

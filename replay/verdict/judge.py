@@ -1,0 +1,61 @@
+"""The verdict of a run: its thresholds judged, and the exit code a nightly job is judged by.
+
+| exit code | meaning |
+|---|---|
+| 0 | the run completed and every threshold held (without thresholds: at most 10 % of calls failed) |
+| 1 | a usage or input error: a bad option, file or workload (nothing was run) |
+| 2 | a threshold was breached (without thresholds: more than 10 % of calls failed) |
+| 3 | the run could not complete: the host was never reached, ``--on-error abort`` stopped it, or it was killed |
+| 128 + N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the graceful stop |
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from replay.verdict.thresholds import ThresholdError, parse_all
+
+EXIT_OK, EXIT_USAGE, EXIT_THRESHOLD, EXIT_INCOMPLETE = 0, 1, 2, 3
+DEFAULT_MAX_ERROR_RATE = 0.10
+
+
+def judge(summary: dict[str, Any], header: dict[str, Any], footer: dict[str, Any] | None) -> dict[str, Any]:
+    """Add ``thresholds`` and ``verdict`` to ``summary`` (from the thresholds the run header names) and return it."""
+    exprs = list(header.get("thresholds") or [])
+    try:
+        results = [t.judge(summary) for t in parse_all(exprs)]
+    except ThresholdError as exc:  # a run file written by hand, or by an older replay
+        results = [{"expr": " ,".join(exprs), "ok": False, "value": None, "error": str(exc)}]
+    summary["thresholds"] = results
+    reasons: list[str] = []
+    code = EXIT_OK
+    if results:
+        breached = [r["expr"] for r in results if not r["ok"]]
+        if breached:
+            code = EXIT_THRESHOLD
+            reasons.append("threshold breached: " + ", ".join(breached))
+    elif (summary.get("error_rate") or 0) > DEFAULT_MAX_ERROR_RATE:
+        code = EXIT_THRESHOLD
+        reasons.append(f"{100 * summary['error_rate']:.1f}% of calls failed (more than 10%, the default limit)")
+    incomplete = _incomplete(summary, footer)
+    if incomplete:
+        code = EXIT_INCOMPLETE
+        reasons.append(incomplete)
+    if footer and footer.get("signal"):
+        code = 128 + int(getattr(signal, footer["signal"], 0))
+        reasons.append(f"stopped by {footer['signal']}")
+    summary["verdict"] = {"passed": code == EXIT_OK, "exit_code": code, "reasons": reasons}
+    return summary
+
+
+def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str | None:
+    if footer is None:
+        return "the run file has no footer: the client was killed (or is still running)"
+    reason = str(footer.get("stop_reason", ""))
+    if reason.startswith("aborted") or reason == "crashed":
+        return f"the run could not complete: {reason}"
+    classes = summary.get("errors_by_class") or {}
+    if summary.get("requests") and classes.get("connect", 0) == summary["requests"]:
+        return "the host was never reached: every call failed to connect"
+    return None
