@@ -1,7 +1,7 @@
 """How far the client's times are from the simulated host's truth at many concurrent streams, over runs.
 
 Each run replays ``--streams`` sessions of 4 short turns at once against the embedded sim (its own process,
-profile ``moe-8gpu``), as tests/test_sim_truth.py does, and lines the run file up with the truth log
+profile ``moe-8gpu``), as tests/sim/test_sim_truth.py does, and lines the run file up with the truth log
 (replay.metrics.truth_compare). Printed per run and over all runs: the deviation of TTFT, token times and
 inter-token gaps (p50, p99, max), and where the worst TTFT deviations came from: the way up (bytes sent →
 the host saw the request) or the way down (the host wrote the first token → the client read it).

@@ -28,7 +28,7 @@ def _values() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per counts index: the lowest, highest and median equivalent value (the same for every histogram here).
 
     hdrh reads percentiles and the mean by walking all 32,768 counts in Python (0.2 s a mean); these arrays let
-    numpy do it in microseconds, with hdrh's own definitions (checked against it in tests/test_histogram.py)."""
+    numpy do it in microseconds, with hdrh's own definitions (checked against it in tests/metrics/test_histogram.py)."""
     h = _new()
     index = np.arange(h.counts_len, dtype=np.int64)
     bucket = (index >> h.sub_bucket_half_count_magnitude) - 1
@@ -76,8 +76,8 @@ class Histogram:
 
     def record_many(self, values: np.ndarray, counts: np.ndarray) -> None:
         """``record_value(v, c)`` for every pair with a count (pairs with none are skipped, min and max too), in one
-        numpy pass: the same counts, total, min and max as that loop (checked against hdrh in tests/test_histogram.py),
-        without a Python call per value. A 500-token answer's
+        numpy pass: the same counts, total, min and max as that loop (checked against hdrh in
+        tests/metrics/test_histogram.py), without a Python call per value. A 500-token answer's
         inter-token gaps were half a millisecond of the event loop's time one by one, at every stream's end.
         Values must lie in 1 .. HIGHEST (callers clip), counts be non-negative integers."""
         values = np.asarray(values, dtype=np.int64)

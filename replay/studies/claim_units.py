@@ -4,7 +4,7 @@ A claim's unit is ``tokens/TIME[/PER]`` (TIME ``s``, ``min`` or ``h``; PER ``gpu
 nothing means the whole host), a latency in ``s`` or ``ms``, or ``share`` (a fraction, for what-if reductions).
 Values may carry a scale or a percent sign: ``5.14M``, ``29,300``, ``1k``, ``45%``. replay's figures are tokens per
 second and seconds (docs/metrics.md); ``from_base`` turns one of them into the claim's unit and nothing else does,
-so every conversion is in this file and each has a unit test (tests/test_claim_units.py).
+so every conversion is in this file and each has a unit test (tests/studies/test_claim_units.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""replay's tests, one folder per package of replay/ (support/: shared helpers)."""

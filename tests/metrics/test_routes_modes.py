@@ -1,0 +1,107 @@
+"""Routes and speed modes: a host serving 30 % of requests through a slower fallback route, against the truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from replay.loops.closed_loop import LoadConfig
+from replay.metrics.host.host_tally import tally_of
+from replay.metrics.host.routes import speed_modes as _modes
+from replay.metrics.summary import summarize
+from replay.records.reader import read_run
+from replay.records.run_file import RequestRecord
+from replay.reports.text_report import to_text
+from replay.runner.single_run import RunSpec, execute
+from replay.sessions.tool_time import ToolTimePolicy
+from tests.support.trajectories import simple_turns, write_trajectory
+
+
+def _run(tmp: Path, fallback: str | None, dialect: str | None = None) -> tuple[Any, list[dict]]:
+    work = tmp / "w.jsonl"
+    for i in range(30):
+        write_trajectory(work, f"w{i}", simple_turns(10, output_tokens=24))
+    spec = RunSpec(
+        trajectories=[str(work)],
+        load=LoadConfig(concurrency=8, tool_time=ToolTimePolicy.parse("none")),
+        out=str(tmp / "run.jsonl"),
+        sim_profile="fast",
+        sim_fallback=fallback,
+        sim_dialect=dialect,
+        progress=False,
+    )
+    result = execute(spec)
+    truth = [orjson.loads(line) for line in (tmp / "run.truth.jsonl").read_bytes().splitlines()]
+    return result, truth
+
+
+@pytest.fixture(scope="module")
+def fallback_run(tmp_path_factory) -> tuple[Any, list[dict]]:
+    return _run(tmp_path_factory.mktemp("fallback"), "0.3:default", dialect="openrouter")
+
+
+def test_route_shares_match_the_truth_and_the_fallback_share(fallback_run) -> None:
+    result, truth = fallback_run
+    routes = result.summary["routes"]
+    assert set(routes) == {"primary", "fallback:default"}
+    served = [t["route"] for t in truth if t["status"] == "ok"]
+    true_share = served.count("fallback:default") / len(served)
+    assert routes["fallback:default"] == pytest.approx(true_share, abs=1e-9)
+    assert abs(routes["fallback:default"] - 0.3) <= 0.03
+    assert len(served) == 300
+
+
+def test_two_speed_modes_are_found_with_the_fallback_as_the_slow_one(fallback_run) -> None:
+    result, _truth = fallback_run
+    modes = result.summary["speed_modes"]
+    assert len(modes) == 2
+    slow, fast = modes
+    assert slow["route"] == "fallback:default" and fast["route"] == "primary"
+    assert slow["route_share"] > 0.95 and fast["route_share"] > 0.95
+    measured_share = result.summary["routes"]["fallback:default"]
+    assert abs(slow["share"] - measured_share) <= 0.03
+    assert fast["user_decode_tps_p50"] > 2 * slow["user_decode_tps_p50"]
+    assert sum(m["share"] for m in modes) == pytest.approx(1.0)
+    text = to_text(result.summary, result.header)
+    assert "two speed modes" in text and "routes: primary" in text
+
+
+def test_the_report_rebuilds_them_from_the_run_file(fallback_run) -> None:
+    result, _ = fallback_run
+    again = summarize(read_run(result.path))
+    assert again["routes"] == result.summary["routes"]
+    assert again["speed_modes"] == result.summary["speed_modes"]
+
+
+def test_one_route_one_mode(tmp_path: Path) -> None:
+    result, _ = _run(tmp_path, None)
+    assert result.summary["routes"] == {"primary": 1.0}
+    assert len(result.summary["speed_modes"]) == 1
+
+
+def _rec(tps: float, n: int = 101, route: str = "a") -> RequestRecord:
+    rec = RequestRecord(id="x", session=0, task=0, trajectory="t", turn=0, t_sent=0.0)
+    rec.t_first_token, rec.t_last_token, rec.output_tokens = 0.1, 0.1 + (n - 1) / tps, n
+    rec.headers = {"x-replay-route": route}
+    return rec
+
+
+def speed_modes(records: list[RequestRecord]) -> list:
+    return _modes(tally_of(records))
+
+
+def test_the_detector_on_made_up_speeds() -> None:
+    rng = np.random.default_rng(1)
+    one = [_rec(float(v)) for v in rng.normal(100, 8, 200)]
+    assert len(speed_modes(one)) == 1
+    two = [_rec(float(v), route="fast") for v in rng.normal(300, 20, 140)]
+    two += [_rec(float(v), route="base") for v in rng.normal(90, 8, 60)]
+    modes = speed_modes(two)
+    assert [m["route"] for m in modes] == ["base", "fast"]
+    assert modes[0]["share"] == pytest.approx(0.3) and modes[0]["user_decode_tps_p50"] == pytest.approx(90, rel=0.05)
+    few = [_rec(300.0)] * 99 + [_rec(50.0)]  # one odd call is not a mode
+    assert len(speed_modes(few)) == 1

@@ -1,0 +1,87 @@
+"""Lining a run's records up with a truth log: the arithmetic, on records whose answers are known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from replay.metrics.truth_compare import TruthLogError, compare, load_truth
+from replay.records.run_file import RequestRecord
+
+
+def _record(rid: str, t_sent: float, chunks: list[float], **kw) -> RequestRecord:
+    first = t_sent + chunks[0] if chunks else None
+    return RequestRecord(
+        id=rid, session=0, task=0, trajectory="t", turn=0, t_sent=t_sent, t_first_token=first, chunks=chunks, **kw
+    )
+
+
+def test_deviations_are_client_minus_host_per_call_token_and_gap() -> None:
+    # client: sent at 10.000, tokens read at +50, +60, +80 ms; host: arrived 10.001, wrote at 10.049 / .059 / .078
+    rec = _record("a", 10.0, [0.050, 1, 0.060, 1, 0.080, 1], output_tokens=3, cached_tokens=7)
+    truth = {
+        "a": {
+            "request_id": "a",
+            "arrival": 10.001,
+            "first_token": 10.049,
+            "writes": [10.049, 1, 10.059, 1, 10.078, 1],
+            "output_tokens": 3,
+            "cached_tokens": 7,
+            "queue_wait": 0.004,
+            "prefill_time": 0.040,
+            "preemptions": 1,
+        }
+    }
+    cmp = compare([rec, _record("unknown-to-the-host", 11.0, [0.01, 1])], truth)
+    assert (cmp["requests"], cmp["matched"], cmp["aligned"]) == (2, 1, 1)
+    assert cmp["ttft_dev_s"]["max"] == pytest.approx(0.050 - 0.048)
+    assert cmp["token_dev_s"]["n"] == 3 and cmp["token_dev_s"]["max"] == pytest.approx(0.002)
+    assert cmp["token_dev_s"]["bias"] == pytest.approx(0.001)
+    assert cmp["itl_dev_s"]["n"] == 2 and cmp["itl_dev_s"]["max"] == pytest.approx(0.001)
+    assert (cmp["output_tokens_equal"], cmp["cached_tokens_equal"], cmp["cached_tokens_reported"]) == (1, 1, 1)
+    assert cmp["host_queue_wait_s"]["p50"] == pytest.approx(0.004) and cmp["host_preemptions"] == 1
+
+
+def test_counts_that_differ_and_streams_that_do_not_line_up_are_told_apart() -> None:
+    rec = _record("a", 0.0, [0.01, 2], output_tokens=2, cached_tokens=0)  # one read of 2 events
+    truth = {"a": {"request_id": "a", "arrival": 0.0, "first_token": 0.009, "writes": [0.009, 3], "output_tokens": 3,
+                   "cached_tokens": 5}}  # fmt: skip
+    cmp = compare([rec], truth)
+    assert cmp["matched"] == 1 and cmp["aligned"] == 0 and cmp["token_dev_s"]["n"] == 0
+    assert cmp["output_tokens_equal"] == 0 and cmp["cached_tokens_equal"] == 0
+    assert cmp["ttft_dev_s"]["n"] == 1
+
+
+def test_load_truth_names_the_bad_line_and_skips_a_torn_last_one(tmp_path: Path) -> None:
+    good = orjson.dumps({"request_id": "a", "arrival": 1.0})
+    path = tmp_path / "truth.jsonl"
+    path.write_bytes(good + b"\n" + b'{"request_id": "b", "arr')  # the host died while writing
+    assert list(load_truth(path)) == ["a"]
+    path.write_bytes(good + b"\n" + b"{oops\n" + good + b"\n")
+    with pytest.raises(TruthLogError, match=r"truth.jsonl:2: not JSON"):
+        load_truth(path)
+    path.write_bytes(b'{"arrival": 1.0}\n')
+    with pytest.raises(TruthLogError, match=r"truth.jsonl:1: field 'request_id' missing"):
+        load_truth(path)
+
+
+def test_a_long_run_is_checked_on_every_kth_call_in_bounded_memory(tmp_path: Path, monkeypatch) -> None:
+    from replay.loops.closed_loop import LoadConfig
+    from replay.metrics import truth_compare
+    from replay.runner.single_run import RunSpec, execute
+    from replay.sessions.tool_time import ToolTimePolicy
+    from tests.support.trajectories import simple_turns, write_trajectory
+
+    work = tmp_path / "w.jsonl"
+    for i in range(3):
+        write_trajectory(work, f"w{i}", simple_turns(7, output_tokens=5))
+    monkeypatch.setattr(truth_compare, "MAX_COMPARED", 5)
+    spec = RunSpec(trajectories=[str(work)], sim_profile="instant", progress=False, out=str(tmp_path / "r.jsonl"),
+                   load=LoadConfig(concurrency=3, tool_time=ToolTimePolicy.parse("none")))  # fmt: skip
+    tr = execute(spec).summary["truth"]
+    assert tr["of_requests"] == 21 and tr["every"] == 5  # ceil(21 / 5)
+    assert tr["requests"] == tr["matched"] == 5 and tr["output_tokens_equal"] == 5  # calls 0, 5, 10, 15, 20
+    ids = {orjson.loads(line)["request_id"] for line in (tmp_path / "r.truth.jsonl").read_bytes().splitlines()}
+    assert len(truth_compare.load_truth(tmp_path / "r.truth.jsonl", set(sorted(ids)[:2]))) == 2

@@ -1,0 +1,123 @@
+"""Hosts side by side and ``replay compare``: ratios equal to the separate runs' own figures, differences judged
+against the bootstrap's noise, costs from the hourly price; the bootstrap's resampling itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from replay.cli import main
+from replay.metrics.bootstrap import _draw_counts, _weighted_percentile, bootstrap
+from replay.metrics.level_figures import FIGURES, value
+from replay.records.reader import read_run
+from replay.studies.compare import compare_runs, side_from_file
+from tests.support.trajectories import simple_turns, write_trajectory
+
+
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory) -> tuple[Path, dict]:
+    """One workload against sim:fast and sim:default (one after the other), as `replay run --host A --host B`."""
+    tmp = tmp_path_factory.mktemp("hosts")
+    work = tmp / "w.jsonl"
+    for i in range(6):
+        write_trajectory(work, f"w{i}", simple_turns(4, output_tokens=16, tool_time_s=0.02))
+    args = ["run", str(work), "--host", "sim:fast", "--host", "sim:default", "-c", "3", "--duration", "2.5"]
+    args += ["--warmup", "0.5", "--out", str(tmp / "run.jsonl"), "--price-per-hour", "10", "--price-per-hour", "4"]
+    res = CliRunner().invoke(main, [*args, "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    return tmp, orjson.loads(res.stdout)
+
+
+def _report(path: Path) -> dict:
+    res = CliRunner().invoke(main, ["report", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    return orjson.loads(res.stdout)
+
+
+def test_two_simulated_profiles_ratios_equal_the_separate_runs_figures(two_hosts):
+    tmp, doc = two_hosts
+    assert doc["kind"] == "hosts" and doc["mode"] == "one after the other"
+    assert [r["host"] for r in doc["runs"]] == ["sim:fast", "sim:default"]
+    fast, default = (_report(tmp / f"run.{n}.jsonl") for n in ("1-sim-fast", "2-sim-default"))
+    (cmp,) = doc["comparisons"]
+    for f in cmp["figures"]:
+        a, b = value(fast, f["figure"]), value(default, f["figure"])
+        assert (f["a"], f["b"]) == (a, b), f["figure"]
+        if a:
+            assert f["ratio"] == pytest.approx(b / a, rel=1e-12), f["figure"]
+    by = {f["figure"]: f for f in cmp["figures"]}
+    # the default profile decodes at ~220 tok/s per user, fast at ~1,000: far outside any noise
+    assert by["user_decode_tps.p50"]["ratio"] < 0.35 and by["user_decode_tps.p50"]["verdict"] == "lower"
+    assert by["user_decode_tps.p50"]["b_better"] is False
+    assert by["ttft_s.p50"]["verdict"] == "higher" and by["ttft_s.p50"]["b_better"] is False
+    assert by["error_rate"]["verdict"] == "equal"
+    assert cmp["notes"] == []  # same workload, same seed, same concurrency
+
+
+def test_costs_follow_the_hourly_price_of_each_host(two_hosts):
+    _, doc = two_hosts
+    (cmp,) = doc["comparisons"]
+    for side, price in (("a", 10.0), ("b", 4.0)):
+        s = _report(Path(cmp[side]["path"]))
+        c = cmp["costs"][side]
+        assert c["price_per_hour"] == price
+        assert c["per_task"] == pytest.approx(price / 3600 * s["tasks"]["wall_s"] / 3)
+        assert c["per_million_tokens"] == pytest.approx(price / 3600 * 1e6 / s["throughput"]["total_tps"])
+
+
+def test_the_comparison_index_rebuilds_the_same_comparison(two_hosts):
+    tmp, doc = two_hosts
+    rebuilt = _report(tmp / "run.compare.json")
+    assert rebuilt["comparisons"][0]["figures"] == doc["comparisons"][0]["figures"]
+    assert [i["label"] for i in rebuilt["inputs"]] == ["sim:fast", "sim:default"]
+
+
+def test_compare_cli_on_two_run_files_and_a_run_against_itself(two_hosts, tmp_path):
+    tmp, _ = two_hosts
+    a, b = tmp / "run.1-sim-fast.jsonl", tmp / "run.2-sim-default.jsonl"
+    res = CliRunner().invoke(main, ["compare", str(a), str(b), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = orjson.loads(res.stdout)
+    assert doc["kind"] == "runs" and [f["figure"] for f in doc["figures"]] == [f.key for f in FIGURES]
+    assert doc["a"]["host"] == "sim:fast" and doc["b"]["host"] == "sim:default"
+    same = compare_runs(side_from_file(a), side_from_file(a))
+    for f in same["figures"]:
+        if f["ratio"] is not None and f["ci"] is not None:
+            assert f["ratio"] == 1.0 and f["ci"][0] <= 1 <= f["ci"][1], f
+            assert f["verdict"] == "within noise"
+    text = CliRunner().invoke(main, ["compare", str(a), str(b)])
+    assert text.exit_code == 0 and "B/A" in text.output and "per-user decode p25" in text.output
+
+
+def test_compare_refuses_a_run_against_a_sweep(two_hosts, tmp_path):
+    tmp, _ = two_hosts
+    index = tmp_path / "sweep.json"
+    index.write_bytes(orjson.dumps({"format": "replay.sweep/1", "levels": []}))
+    res = CliRunner().invoke(main, ["compare", str(tmp / "run.1-sim-fast.jsonl"), str(index)])
+    assert res.exit_code != 0 and "both be run files or both sweep indexes" in res.output
+
+
+def test_weighted_percentile_with_every_task_once_is_the_plain_order_statistic():
+    rng = np.random.default_rng(1)
+    values = rng.exponential(1.0, 500)
+    codes = rng.integers(0, 40, 500)
+    ones = np.ones((3, 40), dtype=np.int64)
+    for q in (25, 50, 95):
+        got = _weighted_percentile(values, codes, ones, q)
+        assert np.all(got == np.percentile(values, q, method="inverted_cdf"))
+    counts = _draw_counts(rng, 40, 7)
+    assert counts.shape == (7, 40) and np.all(counts.sum(axis=1) == 40)
+
+
+def test_bootstrap_of_a_run_centres_on_its_figures(two_hosts):
+    tmp, _ = two_hosts
+    path = tmp / "run.1-sim-fast.jsonl"
+    summary, data = _report(path), read_run(path)
+    boot = bootstrap(data, [f.key for f in FIGURES], resamples=200)
+    for key in ("throughput.total_tps", "ttft_s.p50", "user_decode_tps.p25", "tasks.wall_s"):
+        lo, hi = np.percentile(boot[key], (1, 99))
+        assert lo <= value(summary, key) * 1.01 and value(summary, key) * 0.99 <= hi, key

@@ -1,0 +1,1 @@
+"""Helpers the tests share: trajectories, servers, the simulated host's API."""
