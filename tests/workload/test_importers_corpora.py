@@ -1,6 +1,7 @@
 """The public agentic corpora: OTel GenAI spans, agentic Mooncake, H CUA Perf and TraceLab, on fixtures written from
-their published documentation (tests/workload/fixtures/corpora). Every figure is recounted here by hand: cl100k counts with
-tiktoken directly, the framing constants and the image estimate written out, timings from the fixtures' own values."""
+their published documentation (tests/workload/fixtures/corpora). Every figure is recounted here by hand: cl100k
+counts with tiktoken directly, the framing constants and the image estimate written out, timings from the fixtures'
+own values."""
 
 from __future__ import annotations
 
