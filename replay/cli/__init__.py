@@ -4,6 +4,7 @@ synth``, one module per command family."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -35,13 +36,20 @@ class WholeHelpGroup(click.Group):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         """Click's main, with the documented exit codes: 1 for a usage or input error (click would say 2, which
         replay keeps for a breached threshold; see replay/verdict/judge.py)."""
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)

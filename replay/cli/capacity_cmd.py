@@ -88,12 +88,13 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
             verdict = "held" if p.ok else "broke"
             click.echo(f"probe {len(probes)}: {p.level.concurrency} agents ({p.step}) {verdict}: {figures}", err=True)
 
+    stops: tuple[type[Exception], ...] = (ThresholdError, *study_options.user_errors())
     try:
         probes = search(study_options.runner(opts, t.spec, base), thresholds, plan, seen)
     except KeyboardInterrupt:
         click.echo(f"\ninterrupted: {index} has the probes finished so far", err=True)
         sys.exit(130)
-    except (ThresholdError, *study_options.user_errors()) as exc:
+    except stops as exc:
         raise click.ClickException(str(exc)) from None
     _emit(result(public, probes), opts, index, targets)
 

@@ -80,7 +80,7 @@ def _tiers(specs: tuple[str, ...]) -> tuple[tuple[str, float, float], ...] | Non
 def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     """``spec`` with the recipe applied, the start point, the arrivals and the facts the figures need."""
     from replay.loops.arrivals import Arrivals
-    from replay.runner.recipes import RecipeFacts, apply_recipe, get_recipe
+    from replay.runner.recipes import DEFAULT_SLO_TIERS, RecipeFacts, apply_recipe, get_recipe
     from replay.sessions.lanes import LaneConfig
     from replay.sessions.start_points import StartAt
 
@@ -107,7 +107,7 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
         gpus=_one(opts.get("gpus")),
         power_kw=_one(opts.get("power_kw")),
         min_duration_s=minimum,
-        **({"slo_tiers": t} if (t := _tiers(tuple(opts.get("slo_tiers") or ()))) else {}),
+        slo_tiers=_tiers(tuple(opts.get("slo_tiers") or ())) or DEFAULT_SLO_TIERS,
     )
     spec = dataclasses.replace(spec, load=load, arrivals=arrivals, max_live=opts.get("max_live"), recipe_facts=facts)
     if opts.get("recipe"):

@@ -79,7 +79,7 @@ def sim(
         except ProfileFileError as exc:
             raise click.BadParameter(str(exc), param_hint="--profile-file") from None
     if list_profiles:
-        rows = [{"profile": p.name, "description": p.description} | ({} if p.instant else p.summary())
+        rows = [{"profile": p.name, "description": p.description, **({} if p.instant else p.summary())}
                 for p in [*PROFILES.values(), *([loaded] if loaded else [])]]  # fmt: skip
         click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
         return

@@ -9,13 +9,11 @@ per template on the few bytes of the templated fields, spliced before the body's
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
 from replay.clients.body import Body
-
-B = TypeVar("B", bytes, Body)
 
 TEMPLATES = ("{session}", "{task}")
 
@@ -48,7 +46,7 @@ class Affinity:
     def __bool__(self) -> bool:
         return bool(self._body or self._headers)
 
-    def body(self, body: B, session: int, task: int) -> B:
+    def body(self, body: Body | bytes, session: int, task: int) -> Body | bytes:
         """``body`` (a JSON object's bytes, or its pieces) with the templated fields filled in and added."""
         if not self._body:
             return body

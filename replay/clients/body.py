@@ -86,7 +86,8 @@ class BodyPayload(payload.Payload):
     _autoclose = True  # nothing to close: the pieces are bytes in memory (and can be sent again)
 
     def __init__(self, value: Body, *args: Any, **kwargs: Any) -> None:
-        super().__init__(value, *args, content_type="application/json", **kwargs)
+        kwargs.setdefault("content_type", "application/json")
+        super().__init__(value, *args, **kwargs)
         self._size = value.size
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
@@ -96,7 +97,8 @@ class BodyPayload(payload.Payload):
         await self.write_with_length(writer, None)
 
     async def write_with_length(self, writer: AbstractStreamWriter, content_length: int | None) -> None:
-        left = self._size if content_length is None else min(content_length, self._size)
+        size = self._value.size
+        left = size if content_length is None else min(content_length, size)
         batch: list[Piece] = []
         held = 0
         for piece in self._value.pieces:

@@ -35,11 +35,15 @@ def copies(region: bytes, key: bytes, head: bytes, tail: bytes) -> tuple[int, in
     else None."""
     if key in tail or not region.endswith(tail):
         return None
-    counts, framing = _quotes_and_newlines(region), (_quotes_and_newlines(head), _quotes_and_newlines(tail))
-    if counts is None or None in framing or _escapes_a_tail(region, tail):
+    counts, head_counts, tail_counts = (
+        _quotes_and_newlines(region),
+        _quotes_and_newlines(head),
+        _quotes_and_newlines(tail),
+    )
+    if counts is None or head_counts is None or tail_counts is None or _escapes_a_tail(region, tail):
         return None
     events = region.count(tail + b"\n\n" + head) + 1
-    (quotes, newlines, escaped), ((head_q, head_n, head_e), (tail_q, tail_n, tail_e)) = counts, framing  # type: ignore[misc]
+    (quotes, newlines, escaped), (head_q, head_n, head_e), (tail_q, tail_n, tail_e) = counts, head_counts, tail_counts
     if newlines != 2 * (events - 1) + events * (head_n + tail_n):
         return None
     if quotes - events * (head_q + tail_q) != escaped - events * (head_e + tail_e):  # the texts' quotes: all escaped

@@ -15,6 +15,7 @@ import asyncio
 import weakref
 from collections import deque
 from collections.abc import Iterator
+from typing import Any
 
 from replay.clients.loop_turns import loop_turns
 from replay.clients.stream import StreamState
@@ -26,7 +27,7 @@ class StreamInterpreter:
     """The queue of one event loop's finished streams and the task that reads them."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.queue: deque[list] = deque()  # [steps, future, last state]
+        self.queue: deque[list[Any]] = deque()  # [steps, future, last state]
         self.wake = asyncio.Event()
         self.task = loop.create_task(self._run(), name="replay-stream-interpreter")
 
@@ -47,7 +48,7 @@ class StreamInterpreter:
                 self._step(self.queue[0])
             await asyncio.sleep(0)  # the loop's turn: reads stamped, requests sent, sessions run
 
-    def _step(self, entry: list) -> None:
+    def _step(self, entry: list[Any]) -> None:
         steps, future, _ = entry
         if future.done():  # its call was cancelled: nobody waits for it
             self.queue.popleft()

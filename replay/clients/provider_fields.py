@@ -20,7 +20,7 @@ nothing. Sources: ``../shared/PROVIDERS.md`` (section per provider) and docs/pro
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from replay.clients.stream import StreamState
 from replay.clients.usage import get, host_value
@@ -72,5 +72,5 @@ def header_timings(headers: dict[str, str]) -> dict[str, Any] | None:
     return {"server-time-to-first-token": seconds} if math.isfinite(seconds) and seconds >= 0 else None
 
 
-def _plausible_number(value: Any) -> bool:
+def _plausible_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value < 1e9

@@ -99,8 +99,10 @@ class StreamState:
             self.malformed = f"{problem}: {excerpt(data, 120)}" if data else problem
 
     def collect(self, answer: bool, text: Any) -> None:
-        if self.text is not None and isinstance(text, str):
-            (self.text if answer else self.reasoning_text).append(text)  # type: ignore[union-attr]
+        if isinstance(text, str):  # both lists are made together when the text is collected (live history)
+            collected = self.text if answer else self.reasoning_text
+            if collected is not None:
+                collected.append(text)
 
 
 class StreamReader:
@@ -220,8 +222,9 @@ def _one_per_read(
             return lo
         if counted[1] == counted[0]:
             st.add_reads(times[lo:end], t_sent)
-        else:
-            st.add_reads([t for r, t in zip(part, times[lo:end], strict=True) if empty not in r], t_sent)  # type: ignore[operator]
+        else:  # some reads were empty deltas, which only a flavour with an EMPTY_DELTA counts apart
+            assert empty is not None
+            st.add_reads([t for r, t in zip(part, times[lo:end], strict=True) if empty not in r], t_sent)
         lo = end
         yield st
     return lo
@@ -254,7 +257,9 @@ def templated(region: bytes, reader: StreamReader) -> tuple[int, int] | None:
     flavour's ``plain_tokens`` and its full decode judge it), that differ only in their text, else None
     (``delta_template``: a few vectorised passes where the flavour's own count needs a dozen). ``FIRST_NOT_PLAIN``
     when the first event is no plain delta (nor then the region)."""
-    key = reader.EMPTY_DELTA[:-1]  # type: ignore[index]
+    if reader.EMPTY_DELTA is None:  # a flavour without an empty delta has no template (``plain_events`` asks first)
+        return None
+    key = reader.EMPTY_DELTA[:-1]
     first_end = region.find(b"\n\n")
     if first_end < 0:
         return None  # one event: the flavour's own count is as cheap

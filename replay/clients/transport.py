@@ -85,13 +85,14 @@ class Transport:
         """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays for a
         TCP handshake. A host that refuses or lacks ``url`` only loses the warm-up. With ``--connection
         per-request`` nothing is kept, so nothing is warmed."""
-        assert self.http is not None
+        http = self.http
+        assert http is not None
         if self.host.connection == "per-request":
             return
 
         async def one() -> None:
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with self.http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=10)) as r:  # type: ignore[union-attr]
+                async with http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=10)) as r:
                     await r.content.read(ERROR_BODY_LIMIT)
                     wire_stamps.forget(r.content)
 
@@ -190,8 +191,8 @@ class Transport:
             return
         try:
             wire_stamps.watch(content, limit)
-            if content.exception() is not None:  # cut before anyone waited
-                raise content.exception()  # type: ignore[misc]
+            if (cut := content.exception()) is not None:  # cut before anyone waited
+                raise cut
             async with asyncio.timeout_at(deadline):  # aiohttp's total timeout does not cover wait_eof
                 await content.wait_eof()
         finally:

@@ -53,8 +53,9 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__} ({excerpt(safe_dumps(value), 40)})"
 
 
-def build(raw: list[Any], **values: Any) -> Usage:
-    """A checked Usage from the counts a flavour read (``prompt=``, ``cached=``, ...) and the raw objects."""
+def build(raw: Any, **values: Any) -> Usage:
+    """A checked Usage from the counts a flavour read (``prompt=``, ``cached=``, ...) and the raw object (or the
+    list of them), which a rejected Usage keeps as text."""
     u = Usage()
     try:
         for name in FIELDS:

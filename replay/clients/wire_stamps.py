@@ -80,6 +80,8 @@ def install() -> None:
                 return False
         return original(self, data, *args, **kwargs)
 
+    # Patching aiohttp's class on purpose (the module's docstring says why): the typing of a method assignment
+    # and a mark on a function cannot be expressed, hence the ignores here and below.
     feed_data._replay_capture = True  # type: ignore[attr-defined]
     cls.feed_data = feed_data  # type: ignore[method-assign]
     end_chunk = cls.end_http_chunk_receiving

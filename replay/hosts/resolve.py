@@ -166,8 +166,8 @@ def resolve(spec: Any) -> ResolvedHost:
     name, _, model = host.partition(":")
     path = hosts_path(spec)
     hosts = load_hosts(path) if path is not None else {}
-    if name in hosts:
-        return _from_table(spec, name, model or None, hosts[name], path, speed)  # type: ignore[arg-type]
+    if path is not None and name in hosts:  # (no hosts file: no names in it)
+        return _from_table(spec, name, model or None, hosts[name], path, speed)
     if name in PRESETS:
         preset = PRESETS[name]
         resolved = _build(spec, preset.base_url, PRESETS[dialect] if dialect else preset, {}, speed, explicit=True,

@@ -22,7 +22,7 @@ from replay.loops.client_monitor import ClientMonitor
 from replay.loops.live import LiveState, RichView, progress_view
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
-from replay.records.run_file import RequestRecord, RunWriter, TaskRecord
+from replay.records.run_file import RecordSink, RequestRecord, TaskRecord
 from replay.sessions.lanes import LaneConfig, LaneRuntime
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
@@ -148,7 +148,7 @@ async def run_load(
     client_factory: Callable[[Transport], HostClient],
     transport: Transport,
     load: LoadConfig,
-    writer: RunWriter,
+    writer: RecordSink,
     progress: bool = True,
     check: Callable[[], str | None] | None = None,
     extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),

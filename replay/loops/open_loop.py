@@ -11,7 +11,7 @@ import asyncio
 import random
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
@@ -24,7 +24,7 @@ from replay.loops.closed_loop import LoadConfig, RunStop, _drain, _until_stop, p
 from replay.loops.live import LiveState
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
-from replay.records.run_file import RequestRecord, RunWriter, TaskRecord
+from replay.records.run_file import RecordSink, RequestRecord, TaskRecord
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.session import SessionContext, replay_task
 from replay.workload.trajectory import Trajectory, Workload
@@ -58,10 +58,10 @@ async def run_open_loop(
     transport: Transport,
     load: LoadConfig,
     open_loop: OpenLoopConfig,
-    writer: RunWriter,
+    writer: RecordSink,
     progress: bool = True,
     check: Callable[[], str | None] | None = None,
-    extra: Sequence[Callable[[], Awaitable[None]]] = (),
+    extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
 ) -> dict[str, Any]:
     """Run arrivals to the stop (duration, task count, or the end of a recorded schedule). Returns the footer.
     ``extra``: coroutines run beside the sessions (closing windows, serving metrics), as for the closed loop."""

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from time import perf_counter
-from typing import Any
+
+from replay.records.run_file import RecordSink
 
 
 class PhaseMarks:
     """``mark`` stamps a phase now (or at ``t``); the steady window, open from the start, closes once, at the stop
     (``on_close`` then runs: a worker tells its parent)."""
 
-    def __init__(self, writer: Any, on_close: Callable[[], None] | None = None) -> None:
+    def __init__(self, writer: RecordSink, on_close: Callable[[], None] | None = None) -> None:
         self.writer, self.on_close = writer, on_close
         self.window_open = True
 

@@ -220,13 +220,13 @@ class Accumulator:
         for name in _SUMS:
             if measured or not (name == "measured" or name.startswith("m_")):
                 self.sums[name] += other.sums[name]
-        for cls, n in other.errors_by_class.items():
-            self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + n
-        for key, (c, n, o) in other.tokens.items():
+        for cls, count in other.errors_by_class.items():
+            self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + count
+        for key, (cached, new, out) in other.tokens.items():
             slot = self.tokens.setdefault(key, [0.0, 0.0, 0.0])
-            slot[0] += c
-            slot[1] += n
-            slot[2] += o
+            slot[0] += cached
+            slot[1] += new
+            slot[2] += out
         self.estimated_input |= other.estimated_input
         self.host.merge(other.host, counts=True, calls=measured)
         self.recipe.merge(other.recipe, counts=True, calls=measured)

@@ -41,10 +41,12 @@ def ttft_s(r: RequestRecord) -> float | None:
 
 def percentiles(values: Sequence[float], ps: tuple[int, ...]) -> dict[str, float | int | None]:
     """Order-statistic percentiles and the sample count; ``None`` for each when there are no samples."""
-    if not values:
-        return {f"p{p}": None for p in ps} | {"n": 0}
-    got = np.percentile(np.asarray(values, dtype=float), ps, method="inverted_cdf")
-    return {f"p{p}": float(v) for p, v in zip(ps, got, strict=True)} | {"n": len(values)}
+    out: dict[str, float | int | None] = dict.fromkeys((f"p{p}" for p in ps), None)
+    if values:
+        got = np.percentile(np.asarray(values, dtype=float), ps, method="inverted_cdf")
+        out.update({f"p{p}": float(v) for p, v in zip(ps, got, strict=True)})
+    out["n"] = len(values)
+    return out
 
 
 def _ratio(num: float, den: float) -> float | None:

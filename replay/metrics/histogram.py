@@ -138,7 +138,7 @@ class Histogram:
 
     def encode(self) -> str | None:
         """The HdrHistogram encoding (base64 text), None when empty."""
-        return self.h.encode().decode() if self.get_total_count() else None
+        return self.h.encode().decode() if self.h is not None and self.h.get_total_count() else None
 
     @classmethod
     def decode(cls, data: str | None) -> Histogram:

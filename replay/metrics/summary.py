@@ -164,12 +164,10 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
     }
 
 
-def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> dict[str, float | None]:
+def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> dict[str, float | int | None]:
     n = hist.get_total_count()
-    if not n:
-        return {f"p{p}": None for p in ps} | {"mean": None, "n": 0}
-    out: dict[str, float | None] = {f"p{p}": hist.get_value_at_percentile(p) / scale for p in ps}
-    out["mean"] = hist.get_mean_value() / scale
+    out: dict[str, float | int | None] = {f"p{p}": hist.get_value_at_percentile(p) / scale if n else None for p in ps}
+    out["mean"] = hist.get_mean_value() / scale if n else None
     out["n"] = n
     return out
 

@@ -52,7 +52,8 @@ class _Every:
     """A run-reader sink keeping every ``stride``-th request record and nothing else."""
 
     def __init__(self, stride: int) -> None:
-        self.stride, self.seen, self.requests = stride, 0, []
+        self.stride, self.seen = stride, 0
+        self.requests: list[RequestRecord] = []
 
     def request(self, r: RequestRecord) -> None:
         if self.seen % self.stride == 0:

@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -124,6 +124,18 @@ class RunData:
 def clock_anchor() -> dict[str, float]:
     """Pairs the monotonic clock with wall time so records can be placed on a calendar."""
     return {"perf_counter": time.perf_counter(), "unix": time.time()}
+
+
+class RecordSink(Protocol):
+    """Where a loop's records go as they happen: the run file's ``RunWriter``, or a worker's pipe to its parent."""
+
+    def request(self, rec: RequestRecord) -> None: ...
+
+    def task(self, rec: TaskRecord) -> None: ...
+
+    def phase(self, name: str, t: float) -> None: ...
+
+    def client(self, sample: dict[str, Any]) -> None: ...
 
 
 class RunWriter:

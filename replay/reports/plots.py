@@ -13,12 +13,15 @@ import hashlib
 import io
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from replay.metrics.recorded_timeline import TaskDrift
 from replay.metrics.timeline import Interval, Series
+
+if TYPE_CHECKING:  # matplotlib is the `plots` extra: imported where a picture is drawn
+    from matplotlib.typing import RcKeyType
 
 EXTRA_HINT = "pip install 'agentic-replay[plots]'"
 RASTERISE_OVER = 3000  # bars in a timeline
@@ -31,7 +34,7 @@ KIND_COLOURS = {
     "throttled": "#e377c2",
 }
 SPARE_COLOURS = ("#2ca02c", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f")
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 8.5,
     "axes.titlesize": 9.5,
     "axes.grid": True,

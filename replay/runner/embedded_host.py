@@ -68,7 +68,8 @@ def embedded_host(
         yield EmbeddedHost(base_url=f"http://127.0.0.1:{port}/v1", port=port, pid=proc.pid)
     finally:
         with contextlib.suppress(OSError):
-            proc.stdin.close()  # type: ignore[union-attr]
+            if proc.stdin is not None:  # a pipe: Popen was asked for one
+                proc.stdin.close()
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:

@@ -18,7 +18,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import AuthenticationError, Connection, answer_challenge, deliver_challenge
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 from time import perf_counter
 

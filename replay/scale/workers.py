@@ -253,6 +253,10 @@ class _Parent:
     def done(self) -> bool:
         return all(w.footer is not None or w.gone for w in self.workers)
 
+    def all_ready(self) -> bool:
+        """Every worker is ready, or there is no point waiting for them (an error, a stop asked)."""
+        return bool(self.error) or self.asked_to_stop() or all(w.ready for w in self.workers)
+
     async def until(self, condition: Callable[[], bool], timeout: float | None) -> bool:
         """Wait for ``condition``, re-checked whenever a worker's state changes or a stop is asked (False: the
         timeout came first)."""
@@ -333,8 +337,7 @@ async def run_workers(
     try:
         with graceful_signals(parent.asked.on_signal, parent.cut):
             await parent.start()
-            started = lambda: parent.error or parent.asked_to_stop() or all(w.ready for w in parent.workers)  # noqa: E731
-            ready = await parent.until(started, START_TIMEOUT_S)
+            ready = await parent.until(parent.all_ready, START_TIMEOUT_S)
             if parent.error or not ready or parent.asked_to_stop():
                 if not ready and not parent.error:
                     parent.error = f"the workers did not start within {START_TIMEOUT_S:.0f} s"
@@ -358,7 +361,12 @@ async def _run(parent: _Parent, load: LoadConfig, progress: bool, check: Any, ex
     if parent.whole:
         marks.mark("steady_start", t0)
     if load.warmup_s is not None:
-        asyncio.get_running_loop().call_later(load.warmup_s, lambda: marks.window_open and marks.mark("steady_start"))
+
+        def open_steady() -> None:
+            if marks.window_open:
+                marks.mark("steady_start")
+
+        asyncio.get_running_loop().call_later(load.warmup_s, open_steady)
     shown = asyncio.Event()
     side = [asyncio.create_task(print_progress(live, shown))] if progress else []
     if check is not None:

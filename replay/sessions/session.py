@@ -204,7 +204,7 @@ class _Agent:
             ctx.abort(f"turn {rec.turn} of task {rec.task} ({rec.trajectory}) failed: {rec.error}")
             return True
         if rec.error in TERMINAL or ctx.on_error == "end-task":
-            self.tally.ended.append(rec.error if rec.error in TERMINAL else "end-task")  # type: ignore[arg-type]
+            self.tally.ended.append(rec.error if rec.error in TERMINAL else "end-task")
             return True
         return False
 

@@ -142,8 +142,9 @@ def _latency(turn: object) -> float:
 def _starts(traj: Trajectory, begin: float | None) -> list[float]:
     """Each call's recorded start: its timestamp when every call has one, else rebuilt from latency + tool time."""
     stamps = [(t.recorded or {}).get("timestamp") for t in traj.turns]
-    if all(isinstance(s, (int, float)) for s in stamps):
-        return [float(s) for s in stamps]  # type: ignore[arg-type]
+    numbers = [float(s) for s in stamps if isinstance(s, (int, float))]
+    if len(numbers) == len(stamps):
+        return numbers
     t = 0.0 if begin is None else begin
     out = []
     for turn in traj.turns:

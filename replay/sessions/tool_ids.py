@@ -33,7 +33,8 @@ class Binding:
 
 
 def _call(live: dict[str, Any], fallback_id: str) -> dict[str, Any]:
-    fn = live.get("function") if isinstance(live.get("function"), dict) else live
+    function = live.get("function")
+    fn: dict[str, Any] = function if isinstance(function, dict) else live
     return {
         "id": str(live.get("id") or fallback_id),
         "type": "function",

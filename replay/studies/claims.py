@@ -186,11 +186,13 @@ def _what_if(name: str, c: dict[str, Any], defaults: Defaults) -> Claim:
     )
 
 
+def claim_levels(claim: Claim, defaults: Defaults) -> tuple[int, ...]:
+    """The concurrencies a measured claim is read at: the peak levels when it asks for the peak, else its own."""
+    if claim.concurrency == "peak":
+        return tuple(defaults.peak_levels)
+    return (claim.concurrency,) if isinstance(claim.concurrency, int) else ()
+
+
 def levels_needed(claims: list[Claim], defaults: Defaults) -> list[int]:
     """Every concurrency some claim needs, once (the peak levels when a claim asks for the peak)."""
-    levels: set[int] = set()
-    for c in claims:
-        if c.kind != "measure":
-            continue
-        levels.update(defaults.peak_levels if c.concurrency == "peak" else (int(c.concurrency),))
-    return sorted(levels)
+    return sorted({level for c in claims if c.kind == "measure" for level in claim_levels(c, defaults)})

@@ -16,7 +16,7 @@ from typing import Any
 from replay.hosts.hardware import Hardware
 from replay.metrics.level_figures import value
 from replay.studies.claim_units import UnitError, from_base, project_wall
-from replay.studies.claims import CLAIMS_FORMAT, DEFINITIONS, METRICS, Claim, Defaults, levels_needed
+from replay.studies.claims import CLAIMS_FORMAT, DEFINITIONS, METRICS, Claim, Defaults, claim_levels, levels_needed
 from replay.studies.levels import Level, Runner
 
 OUTPUT_LENGTH_SLACK = 0.25  # a claim's output length "matches" the workload's mean within 25 %
@@ -76,7 +76,8 @@ def measure(claim: Claim, summary: dict[str, Any], gpus: int | None) -> tuple[fl
 
 def conditions(claim: Claim, facts: HostFacts) -> tuple[list[str], list[str]]:
     """(matched, unmatched) conditions of a claim against the host and workload."""
-    matched, unmatched = [], []
+    matched: list[str] = []
+    unmatched: list[str] = []
     cond = claim.conditions
     if "gpus" in cond:
         gpus = facts.hardware.gpus
@@ -90,9 +91,9 @@ def conditions(claim: Claim, facts: HostFacts) -> tuple[list[str], list[str]]:
         ok = str(cond["workload"]).lower() in ("any", facts.workload.lower())
         (matched if ok else unmatched).append(f"workload: claimed {cond['workload']!r}, replayed {facts.workload!r}")
     if "output_tokens" in cond and facts.mean_output_tokens is not None:
-        want, have = float(cond["output_tokens"]), facts.mean_output_tokens
-        ok = abs(have - want) <= OUTPUT_LENGTH_SLACK * want
-        text = f"output length: claimed {want:,.0f} tokens, workload mean {have:,.0f} per call"
+        want, mean = float(cond["output_tokens"]), facts.mean_output_tokens
+        ok = abs(mean - want) <= OUTPUT_LENGTH_SLACK * want
+        text = f"output length: claimed {want:,.0f} tokens, workload mean {mean:,.0f} per call"
         (matched if ok else unmatched).append(text)
     if cond.get("concurrency") is not None:
         matched.append(f"concurrency: {cond['concurrency']}")
@@ -123,11 +124,11 @@ def _claim_row(claim: Claim, levels: dict[int, Level], facts: HostFacts, default
         row = _what_if_row(claim)
         key, at = "tasks.projected_wall_s", None
     else:
-        candidates = defaults.peak_levels if claim.concurrency == "peak" else (int(claim.concurrency),)
+        candidates = claim_levels(claim, defaults)
         measured = [(measure(claim, levels[c].summary, facts.hardware.gpus), c) for c in candidates if c in levels]
-        good = [(m, c) for m, c in measured if m[0] is not None]
+        good = [(m[0], m, c) for m, c in measured if m[0] is not None]
         pick = max if claim.unit.kind == "rate" else min
-        (value_, key, unmatched), at = pick(good, key=lambda mc: mc[0][0]) if good else (measured[0][0], None)
+        (value_, key, unmatched), at = pick(good, key=lambda g: g[0])[1:] if good else (measured[0][0], None)
         matched, more = conditions(claim, facts)
         row = {"measured": value_, "unmatched": [*unmatched, *more], "matched": matched}
         row["verdict"] = verdict(claim.value, value_, claim.check, claim.tolerance)

@@ -10,7 +10,7 @@ every host with the first (replay.studies.compare). Which host a label means is 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +74,9 @@ def hosts_sweeps(labels: list[str], sweeps: list[dict[str, Any]], mode: str) -> 
     }
 
 
-def inputs(labels: list[str], paths: list[Path | str], hardware: list[Hardware] | None = None) -> list[dict[str, Any]]:
+def inputs(
+    labels: list[str], paths: Sequence[Path | str], hardware: list[Hardware] | None = None
+) -> list[dict[str, Any]]:
     """How a comparison's index names what it compared (rebuilt from these by ``load_comparison``)."""
     hw = hardware or [Hardware()] * len(paths)
     return [{"label": lab, "path": str(p), "hardware": h.public()} for lab, p, h in zip(labels, paths, hw, strict=True)]

@@ -130,7 +130,7 @@ class Fit:
 
 def chunks(new: int, cached: int, chunk: int) -> list[tuple[int, int, float]]:
     """(tokens, context before, pairs attended) of each prefill chunk of ``new`` tokens over ``cached``."""
-    out = []
+    out: list[tuple[int, int, float]] = []
     done = 0
     while done < new or not out:
         n = max(min(chunk, new - done), 1)

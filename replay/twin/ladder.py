@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from replay.twin.fit import Coefficients
 from replay.twin.plan import MIN_PROMPT, ladder_pass, ladder_warmup
-from replay.twin.points import decode_window, ok, peak_decoding, percentile
+from replay.twin.points import decode_window, ok, peak_decoding, percentile, span
 
 if TYPE_CHECKING:
     from replay.twin.state import Measured, Phase
@@ -86,7 +86,7 @@ def run_ladder(phase: Phase, m: Measured, kv_tokens: float, max_concurrency: int
             else:
                 cap = peak
         window = decode_window(together, m.ratio)
-        ttfts = [r.t_first_token - r.t_sent for r in ok(records)]  # type: ignore[operator]
+        ttfts = [span(r)[0] - r.t_sent for r in ok(records)]
         level = {"concurrency": streams, "prefix_tokens": prefix, "new_tokens": new, "answer_tokens": answer,
                  "calls_ok": len(ttfts), "errors": sum(1 for r in records if not r.ok), "decoding_peak": peak,
                  "ttft_p50_s": percentile(ttfts, 50), "ttft_max_s": max(ttfts, default=None),

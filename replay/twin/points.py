@@ -27,6 +27,13 @@ def ok(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     return [r for r in records if r.ok and r.t_first_token is not None and r.t_last_token is not None]
 
 
+def span(r: RequestRecord) -> tuple[float, float]:
+    """When a call's first and last tokens came; only for the calls ``ok`` keeps, which have both."""
+    if r.t_first_token is None or r.t_last_token is None:
+        raise ValueError(f"call {r.id} has no first or last token (not one of ok())")
+    return r.t_first_token, r.t_last_token
+
+
 def host_ratio(records: Iterable[RequestRecord]) -> float:
     """Host tokens per client token over the prompts both counted (1 when the host reports none)."""
     host = est = 0
@@ -87,8 +94,9 @@ def token_times(r: RequestRecord) -> tuple[np.ndarray, np.ndarray]:
 def peak_decoding(records: Sequence[RequestRecord]) -> tuple[int, list[RequestRecord]]:
     """The most streams decoding at one time, and those streams (at the first time the peak is reached)."""
     calls = ok(records)
-    edges = sorted([(r.t_first_token, 1, i) for i, r in enumerate(calls)] +  # type: ignore[misc]
-                   [(r.t_last_token, -1, i) for i, r in enumerate(calls)])  # fmt: skip
+    spans = [span(r) for r in calls]
+    edges = sorted([(first, 1, i) for i, (first, _) in enumerate(spans)] +
+                   [(last, -1, i) for i, (_, last) in enumerate(spans)])  # fmt: skip
     now: set[int] = set()
     best: set[int] = set()
     for _, kind, i in edges:
@@ -116,8 +124,9 @@ def decode_window(streams: Sequence[RequestRecord], ratio: float) -> Window | No
     """The decode step of ``streams`` decoding together (None if their common stretch is too short)."""
     if not streams:
         return None
-    w0 = max(r.t_first_token for r in streams)  # type: ignore[type-var]
-    w1 = min(r.t_last_token for r in streams)  # type: ignore[type-var]
+    spans = [span(r) for r in streams]
+    w0 = max(first for first, _ in spans)
+    w1 = min(last for _, last in spans)
     if w1 <= w0:
         return None
     steps, kv = [], 0.0

@@ -61,15 +61,18 @@ class HttpRunner:
         from replay.runner.single_run import RunError, detect_model, resolve_host
 
         spec, resolved = resolve_host(base)  # RunSpec: host, model, API, key variable, timeouts
+        if spec.host is None:  # the probe starts the embedded simulated host before its passes
+            raise RunError("a probe's passes need a host URL")
+        url: str = spec.host
         key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
         model = spec.model
         if not model:
             auth = make_flavour(spec.api, RequestOptions("m")).headers(key)
-            model = event_loop.run(detect_model(spec.host, headers=auth))
+            model = event_loop.run(detect_model(url, headers=auth))
             if not model:
                 raise RunError(f"no --model given and {spec.host}/models lists no model")
         self.spec, self.model = dataclasses.replace(spec, model=model), model
-        self.host = HostConfig(spec.host, model, spec.api, spec.api_key_env, spec.request_timeout_s,
+        self.host = HostConfig(url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
                                spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
                                spec.connection)  # fmt: skip
         self.options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,

@@ -26,7 +26,7 @@ import base64
 import binascii
 import math
 import struct
-from typing import Any
+from typing import Any, TypeGuard
 
 IMAGE = "image"
 FAMILIES = ("openai", "anthropic", "qwen-vl", "gemini")
@@ -39,7 +39,7 @@ def is_image(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == IMAGE
 
 
-def has_images(content: Any) -> bool:
+def has_images(content: Any) -> TypeGuard[list[Any]]:
     return isinstance(content, list) and any(is_image(p) for p in content)
 
 
@@ -185,10 +185,15 @@ def _gemini(width: int, height: int) -> int:
     return 258 * math.ceil(width / 768) * math.ceil(height / 768)
 
 
+def _side(value: Any) -> int:
+    """A stated side in pixels, or the unknown side's stand-in when it is missing or not a positive integer."""
+    return value if isinstance(value, int) and value > 0 else UNKNOWN_SIDE
+
+
 def image_tokens(part: dict[str, Any], family: str = DEFAULT_FAMILY) -> int:
     """Tokens a host of ``family`` counts for one image part (its stated or sniffed size; 1024×1024 if unknown)."""
-    width = part.get("width") if isinstance(part.get("width"), int) and part["width"] > 0 else UNKNOWN_SIDE
-    height = part.get("height") if isinstance(part.get("height"), int) and part["height"] > 0 else UNKNOWN_SIDE
+    width = _side(part.get("width"))
+    height = _side(part.get("height"))
     if family == "openai":
         return _openai(width, height, str(part.get("detail") or "auto"))
     if family == "anthropic":

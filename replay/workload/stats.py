@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,10 +80,10 @@ def load(paths: Iterable[str | Path], fmt: str = "auto", unrecorded_context: str
         files = list(canonical)
         if others:
             result = import_files(others, fmt)
-            for path, reason, explicit in result.refused:
+            for refused, reason, explicit in result.refused:
                 if explicit:
-                    raise Refused(path, "", reason)
-                loaded.skipped.append((path, reason))
+                    raise Refused(refused, "", reason)
+                loaded.skipped.append((str(refused), reason))
             if result.trajectories:
                 target = Path(tmp) / "imported.jsonl"
                 with target.open("wb") as fh:
@@ -98,7 +98,7 @@ def load(paths: Iterable[str | Path], fmt: str = "auto", unrecorded_context: str
     return loaded
 
 
-def _median(values: list[float]) -> float:
+def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
@@ -196,14 +196,12 @@ def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
     lat = sum(_latency(t) or 0.0 for t in lat_turns)
     tool_with_lat = sum(t.tool_time_s for t in lat_turns)
     cached_turns = [
-        t
+        (r["prompt_tokens"], r["cached_tokens"])
         for t in traj.turns
-        if t.recorded
-        and isinstance(t.recorded.get("cached_tokens"), int)
-        and isinstance(t.recorded.get("prompt_tokens"), int)
+        if (r := t.recorded) and isinstance(r.get("cached_tokens"), int) and isinstance(r.get("prompt_tokens"), int)
     ]
-    rec_prompt = sum(t.recorded["prompt_tokens"] for t in cached_turns)  # type: ignore[index]
-    rec_cached = sum(t.recorded["cached_tokens"] for t in cached_turns)  # type: ignore[index]
+    rec_prompt = sum(prompt for prompt, _ in cached_turns)
+    rec_cached = sum(cached for _, cached in cached_turns)
     pictures = _images(traj)
     return {
         "id": traj.id,

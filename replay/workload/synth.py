@@ -260,17 +260,18 @@ class Synthesizer:
         }
         if subagent:
             header["subagent"] = True
-        rows, children = [header], []
+        rows, children = [header], list[str]()
         context = 0  # prompt tokens of the context before the next call's append (reply priming excluded)
         answer = 0  # tokens the previous answer adds to the context
         base = 0  # tokens of the first two messages (what compaction keeps)
         # Later calls: compacted (None) or the growth of their prompt, drawn first so that the answer before
         # a call never outgrows it (the previous answer is part of a call's growth).
         compact_p = self.comp.get("probability", 0.0) if self.comp.get("kept_fraction") else 0.0
-        grows: list[int | None] = [0] + [
+        grows: list[int | None] = [0]
+        grows.extend(
             None if self.s.chance(compact_p) else self.s.count(self.d["growth_tokens"], 2 * MESSAGE_OVERHEAD_TOKENS + 2)
             for _ in range(n_turns - 1)
-        ]
+        )
         for k in range(n_turns):
             key = f"{traj_id}\x00{k}"
             turn: dict[str, Any] = {}

@@ -119,7 +119,8 @@ class AnthropicFlavour(Flavour):
     def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
         out = []
         for tool in tools:
-            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            function = tool.get("function")
+            fn: dict[str, Any] = function if isinstance(function, dict) else tool
             spec = {"name": fn.get("name", ""), "input_schema": fn.get("parameters") or {"type": "object"}}
             if fn.get("description"):
                 spec["description"] = fn["description"]

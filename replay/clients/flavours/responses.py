@@ -80,7 +80,8 @@ class ResponsesFlavour(Flavour):
     def render_tools(self, tools: list[dict[str, Any]]) -> bytes:
         flat = []
         for tool in tools:
-            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            function = tool.get("function")
+            fn: dict[str, Any] = function if isinstance(function, dict) else tool
             flat.append({"type": "function", **{k: v for k, v in fn.items() if k != "type"}})
         return compact_json.dumps(flat)
 

@@ -36,9 +36,15 @@ class ServerTally(Protocol):
     """What ``server_figures`` reads of a run's tally (``host_tally.HostTally``, which reads timings with
     ``server_times``)."""
 
-    server: dict[str, Histogram]  # ttft, queue, prefill, decode
-    gap_ttft: Signed  # the client's minus the server's TTFT
-    gap_tps: Signed
+    # Read-only (properties), so a tally whose fields are the concrete types matches.
+    @property
+    def server(self) -> dict[str, Histogram]: ...  # ttft, queue, prefill, decode
+
+    @property
+    def gap_ttft(self) -> Signed: ...  # the client's minus the server's TTFT
+
+    @property
+    def gap_tps(self) -> Signed: ...
 
 
 def _num(d: dict[str, Any], key: str) -> float | None:
@@ -67,13 +73,15 @@ def server_times(t: Any) -> dict[str, float | None] | None:
 
 def _pcts(h: Histogram, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str, float | int | None]:
     n = h.get_total_count()
-    if not n:
-        return {f"p{p}": None for p in ps} | {"n": 0}
-    return {f"p{p}": h.get_value_at_percentile(p) / scale for p in ps} | {"n": n}
+    out: dict[str, float | int | None] = {f"p{p}": h.get_value_at_percentile(p) / scale if n else None for p in ps}
+    out["n"] = n
+    return out
 
 
 def _signed(s: Signed, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str, float | int | None]:
-    return {f"p{p}": s.percentile(p, scale) for p in ps} | {"n": s.count()}
+    out: dict[str, float | int | None] = {f"p{p}": s.percentile(p, scale) for p in ps}
+    out["n"] = s.count()
+    return out
 
 
 def server_figures(t: ServerTally) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from typing import Any
 from replay.reports import plots
 from replay.reports.html_page import Section, figure, note, paragraph, render_page, table, text
 from replay.reports.studies import study_plots
-from replay.reports.studies.study_text import fmt
+from replay.reports.studies.study_text import better_mark, fmt
 
 
 def _ci(f: dict[str, Any]) -> str:
@@ -18,7 +18,7 @@ def _ci(f: dict[str, Any]) -> str:
 
 
 def _verdict(f: dict[str, Any]) -> str:
-    return f["verdict"] + {True: " (B better)", False: " (B worse)"}.get(f.get("b_better"), "")
+    return f["verdict"] + better_mark(f, " (B better)", " (B worse)")
 
 
 def figures_section(sid: str, title: str, figures: list[dict[str, Any]], noise: dict[str, Any]) -> Section:
@@ -64,7 +64,7 @@ LEVEL_KEYS = ("throughput.total_tps", "throughput.output_tps", "ttft_s.p95", "us
 
 
 def _cell(f: dict[str, Any]) -> str:
-    mark = {True: ", better", False: ", worse"}.get(f.get("b_better"), "")
+    mark = better_mark(f, ", better", ", worse")
     return f"{fmt(f['ratio'], 'x')} ({f['verdict']}{mark})"
 
 

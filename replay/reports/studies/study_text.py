@@ -108,10 +108,16 @@ def capacity_text(cap: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def better_mark(f: dict[str, Any], better: str, worse: str) -> str:
+    """A compared figure's mark: ``better`` or ``worse`` when B's side is known (``b_better``), else nothing."""
+    b_better = f.get("b_better")
+    return "" if b_better is None else (better if b_better else worse)
+
+
 def _verdict(f: dict[str, Any]) -> str:
     ci = f.get("ci")
     interval = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-    mark = {True: " (better)", False: " (worse)"}.get(f.get("b_better"), "")
+    mark = better_mark(f, " (better)", " (worse)")
     return f"{f['verdict']}{mark}{interval}"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +76,7 @@ def make_wire(job: Job) -> Any:
     return ResponsesStream(x, job.seq.reasoning, d, job.shell, job.bad)
 
 
-async def batches(engine: SimEngine, seq: Seq) -> AsyncIterator[int]:
+async def batches(engine: SimEngine, seq: Seq) -> AsyncGenerator[int, None]:
     """Token counts as the engine samples them: all tokens due when the handler runs, in one batch."""
     if engine.profile.instant:
         async for count in engine.instant_batches(seq):

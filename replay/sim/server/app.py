@@ -168,8 +168,8 @@ def _fault_answer(sim: _Sim, req: SimRequest, record: TruthRecord, headers: dict
     """The answer to a fault that is answered at once (an HTTP status, a context overflow), else None."""
     fault, rid, d = record.fault, record.request_id, sim.dialect
     status = http_status(fault)
-    if status is not None:
-        retry, record.retry_after = sim.faults.retry_headers(fault)  # type: ignore[arg-type]
+    if status is not None and fault is not None:
+        retry, record.retry_after = sim.faults.retry_headers(fault)
         return _reject(record, status, fault_body(req.api, d, status, rid), headers | retry, "fault")
     if fault == "overflow":  # claims a context one token too short for the prompt
         n = record.prompt_tokens
@@ -382,7 +382,12 @@ async def _serve(
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     if watch_stdin:  # the parent holds the other end: when it dies (kill -9 included) the pipe closes
-        loop.add_reader(sys.stdin.fileno(), lambda: os.read(sys.stdin.fileno(), 4096) or stop.set())
+
+        def stdin_readable() -> None:
+            if not os.read(sys.stdin.fileno(), 4096):  # end of file: the parent is gone
+                stop.set()
+
+        loop.add_reader(sys.stdin.fileno(), stdin_readable)
     # What start-up made (modules, profiles, the tokenizer's tables) lives as long as the process: out of the
     # collector's sight, so a full collection during a burst of arrivals walks only what requests made.
     gc.collect()

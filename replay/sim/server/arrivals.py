@@ -31,6 +31,8 @@ def stamp_arrivals() -> None:
         lost(self, exc)
 
     lost = cls.connection_lost
+    # Patching aiohttp's class on purpose (the module's docstring says why): the typing of a method assignment
+    # and a mark on a function cannot be expressed, hence the three ignores.
     data_received._replay_arrivals = True  # type: ignore[attr-defined]
     cls.data_received = data_received  # type: ignore[method-assign]
     cls.connection_lost = connection_lost  # type: ignore[method-assign]

@@ -3,6 +3,7 @@ vLLM read it unchanged; ``replay_sim:*`` adds what only a simulator knows (fault
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def exposition(
     base = {"model_name": model}
     out: list[str] = []
 
-    def metric(name: str, kind: str, help_: str, samples: list[tuple[dict[str, str], float]]) -> None:
+    def metric(name: str, kind: str, help_: str, samples: Sequence[tuple[dict[str, str], float]]) -> None:
         out.append(f"# HELP {name} {help_}")
         out.append(f"# TYPE {name} {kind}")
         out.extend(_line(name, {**base, **labels}, value) for labels, value in samples)

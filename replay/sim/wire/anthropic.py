@@ -77,7 +77,7 @@ class MessagesStream:
         return spoil(u, ("input_tokens", "output_tokens"), self.bad)
 
     def opening(self, counts: Counts) -> bytes:
-        message = {
+        message: dict[str, Any] = {
             "id": self._id,
             "type": "message",
             "role": "assistant",

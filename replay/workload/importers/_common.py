@@ -287,6 +287,12 @@ def unix_seconds(t: datetime | float | None) -> float | None:
     return None
 
 
+def member(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is an object, else an empty one (absent, null or of another type)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def number(value: Any) -> float | None:
     """A float from a number or a numeric string (SWE-agent writes some as strings), else None."""
     if isinstance(value, bool) or value is None:
@@ -457,9 +463,9 @@ def usage_figures(usage: Any) -> dict[str, Any]:
         cached = usage.get("cache_read_input_tokens", usage.get("cache_read_tokens"))
     if cached is not None:
         rec["cached_tokens"] = int(cached)
-    created = usage.get("cache_creation_input_tokens", usage.get("cache_write_tokens"))
-    if created:
-        rec["cache_creation_tokens"] = int(created)
+    written = usage.get("cache_creation_input_tokens", usage.get("cache_write_tokens"))
+    if written:
+        rec["cache_creation_tokens"] = int(written)
     if usage.get("completion_tokens") is not None:
         rec["output_tokens"] = int(usage["completion_tokens"])
     cdetails = usage.get("completion_tokens_details") or {}

@@ -41,6 +41,7 @@ from replay.workload.importers._common import (
     content_text,
     iter_jsonl,
     make_output,
+    member,
     message_content,
     parse_time,
     prompt_estimates,
@@ -114,7 +115,7 @@ def _parse(lines: list[tuple[int, dict[str, Any]]], src: Src) -> _Conv:
         if kind in ("user", "assistant") and ts is not None:
             first_ts = first_ts if first_ts is not None else ts
             last_ts = ts
-        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        data = member(ev, "data")
         if kind == "progress" and data.get("type") == "agent_progress" and data.get("agentId"):
             for key in (
                 ev.get("parentToolUseID"),
@@ -165,7 +166,7 @@ def _parse(lines: list[tuple[int, dict[str, Any]]], src: Src) -> _Conv:
                     pending["calls"].append(
                         {"id": call_id, "type": "function", "function": {"name": b["name"], "arguments": args}}
                     )
-                    inp = b.get("input") if isinstance(b.get("input"), dict) else {}
+                    inp = member(b, "input")
                     if b["name"] in SPAWN_TOOLS or "subagent_type" in inp:
                         conv.prompts[call_id] = str(inp.get("prompt", ""))
             continue
@@ -283,16 +284,17 @@ def _build(
     spans: dict[int, float] = {}
     for k, ids in enumerate(conv.tool_ids):
         for tid in ids:
-            aid = linked.get(tid)
-            if aid is None:
+            found = linked.get(tid)
+            if found is None:
                 continue
+            aid = found
             if aid in candidates:
                 apath, alines = candidates[aid]
             else:
-                apath = _agent_file(path, session, aid, pool)
-                if apath is None:
+                agent_file = _agent_file(path, session, aid, pool)
+                if agent_file is None:
                     continue
-                alines = _lines(apath)
+                apath, alines = agent_file, _lines(agent_file)
             key = f"{apath}#{aid}"
             if key in seen:
                 continue  # a cycle, or the same transcript linked twice

@@ -31,6 +31,7 @@ from replay.workload.importers._common import (
     build_trajectory,
     content_text,
     make_output,
+    member,
     number,
     read_json,
     tool_calls,
@@ -56,13 +57,13 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
         jp = f"$.messages[{i}]"
         src.expect(m, dict, jp, "a message object")
         role = m.get("role")
-        extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+        extra = member(m, "extra")
         if role in ("system", "user"):
             if extra.get("interrupt_type") == DISCARDED:
                 interrupts += 1
                 last_ts = None
                 if include_discarded:  # the call saw the context as it stood; its answer was dropped
-                    rec = {"discarded": DISCARDED, "output_missing": True}
+                    rec: dict[str, Any] = {"discarded": DISCARDED, "output_missing": True}
                     calls.append(Call(input=list(context), output=make_output(""), tool_time_s=0.0, recorded=rec))
             context.append({"role": role, "content": content_text(m.get("content"))})
         elif role == "tool":
@@ -85,7 +86,7 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
             if content == "None" and calls_:  # litellm stringified a null content
                 content = None
             output = make_output(content, calls_)
-            response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+            response = member(extra, "response")
             rec = usage_figures(response.get("usage"))
             if response.get("model"):
                 rec["model"] = response["model"]
@@ -112,8 +113,8 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
         c.recorded.pop("_ts", None)
         if c.tool_time_s is None:
             c.tool_time_s = 0.0
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    info = member(data, "info")
+    stats = member(info, "model_stats")
     source: dict[str, Any] = {"importer": FORMAT, "path": str(path), "tool_time": "tool timestamps"}
     if data.get("trajectory_format"):
         source["trajectory_format"] = data["trajectory_format"]

@@ -31,6 +31,7 @@ from replay.workload.importers._common import (
     content_text,
     iter_jsonl,
     make_output,
+    member,
     parse_time,
     read_json,
     seconds_between,
@@ -95,10 +96,11 @@ def _trajectory(
         src.expect(ev, dict, ejp, "an event object")
         ts = parse_time(ev.get("timestamp"))
         action, obs = ev.get("action"), ev.get("observation")
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args = member(ev, "args")
         meta = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
-        response = meta.get("model_response") if meta else None
-        rid = response.get("id") if isinstance(response, dict) else None
+        model_response = meta.get("model_response") if meta else None
+        response: dict[str, Any] = model_response if isinstance(model_response, dict) else {}
+        rid = response.get("id")
         if action == "system":
             context.append({"role": "system", "content": content_text(args.get("content", ev.get("message", "")))})
             if isinstance(args.get("tools"), list):

@@ -42,6 +42,7 @@ from replay.workload.importers._common import (
     Src,
     build_trajectory,
     make_output,
+    member,
     number,
     read_json,
 )
@@ -103,7 +104,7 @@ def _time(span: dict[str, Any], nano_key: str, iso_key: str) -> float | None:
 
 
 def _span(raw: dict[str, Any], where: str) -> Span:
-    context = raw.get("context") if isinstance(raw.get("context"), dict) else {}
+    context = member(raw, "context")
     attributes = _attributes(raw.get("attributes"))
     for event in raw.get("events") or ():  # content recorded on the details event instead of the span
         if isinstance(event, dict) and event.get("name") == DETAILS_EVENT:
@@ -224,10 +225,12 @@ def _session_calls(spans: list[Span], tool_spans: list[Span], conv: Converter, s
         if nxt is not None and span.end is not None and nxt.start is not None:
             tool_time = max(0.0, nxt.start - span.end)
             inside = [
-                t for t in tool_spans if t.start is not None and t.end is not None and span.end <= t.start < nxt.start
+                (t.start, t.end)
+                for t in tool_spans
+                if t.start is not None and t.end is not None and span.end <= t.start < nxt.start
             ]
             if inside:
-                rec["tool_spans_s"] = round(sum(t.end - t.start for t in inside), 6)  # type: ignore[operator]
+                rec["tool_spans_s"] = round(sum(end - start for start, end in inside), 6)
         calls.append(Call(inputs[k], output, rec.get("output_tokens"), tool_time, rec))
     return calls
 

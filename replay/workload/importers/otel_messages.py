@@ -92,7 +92,9 @@ class Converter:
         return out
 
     def output(self, parts: list[Any]) -> dict[str, Any]:
-        text, calls, reasoning = [], [], []
+        text: list[str] = []
+        calls: list[dict[str, Any]] = []
+        reasoning: list[str] = []
         for p in parts:
             kind = p.get("type") if isinstance(p, dict) else None
             if kind == "text":

@@ -1,0 +1,33 @@
+# Type stubs for the part of hdrhistogram (the `hdrh` package, which ships no type information) that
+# replay/metrics/histogram.py uses: its constructor, the fields it indexes by, encode, decode and add.
+import ctypes
+
+class HdrHistogram:
+    unit_magnitude: int
+    sub_bucket_half_count_magnitude: int
+    sub_bucket_half_count: int
+    sub_bucket_mask: int
+    counts_len: int
+    counts: ctypes.Array[ctypes.c_ulong]
+    total_count: int
+    min_value: int
+    max_value: int
+    def __init__(
+        self,
+        lowest_trackable_value: int,
+        highest_trackable_value: int,
+        significant_figures: int,
+        word_size: int = ...,
+        b64_wrap: bool = ...,
+        hdr_payload: object = ...,
+    ) -> None: ...
+    def record_value(self, value: int, count: int = ...) -> bool | None: ...
+    def get_total_count(self) -> int: ...
+    def get_value_at_percentile(self, percentile: float) -> int: ...
+    def get_mean_value(self) -> float: ...
+    def get_min_value(self) -> int: ...
+    def get_max_value(self) -> int: ...
+    def encode(self) -> bytes: ...
+    def add(self, other_hist: HdrHistogram) -> None: ...
+    @staticmethod
+    def decode(encoded_histogram: bytes, b64_wrap: bool = ...) -> HdrHistogram: ...
