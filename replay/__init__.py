@@ -22,6 +22,7 @@ _API = {
     "RunSpec": "replay.runner.single_run",
     "RunResult": "replay.runner.single_run",
     "RunError": "replay.runner.single_run",
+    "ReplayError": "replay.errors",
     "LoadConfig": "replay.loops.closed_loop",
     "ToolTimePolicy": "replay.sessions.tool_time",
     "HistoryPolicy": "replay.workload.history",
@@ -38,6 +39,7 @@ __all__ = [  # noqa: RUF022 (the face's names, grouped by what they are)
     "RunSpec",
     "RunResult",
     "RunError",
+    "ReplayError",
     "LoadConfig",
     "ToolTimePolicy",
     "HistoryPolicy",
@@ -47,6 +49,7 @@ __all__ = [  # noqa: RUF022 (the face's names, grouped by what they are)
 
 if TYPE_CHECKING:  # pragma: no cover
     from replay.api import Summary, load, read, run, summarize
+    from replay.errors import ReplayError
     from replay.loops.closed_loop import LoadConfig
     from replay.runner.single_run import RunError, RunResult, RunSpec
     from replay.sessions.tool_time import ToolTimePolicy

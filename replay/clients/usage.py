@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from replay.errors import ReplayError
+
 # No single request has two billion tokens; anything above is a host's bug, not a figure.
 MAX_TOKENS = (1 << 31) - 1
 FIELDS = ("prompt", "cached", "cache_write", "output", "reasoning")
@@ -32,7 +34,7 @@ class Usage:
     raw: str | None = None  # the host's usage objects as text, kept when rejected
 
 
-class UsageError(ValueError):
+class UsageError(ReplayError, ValueError):
     """A usage report that cannot be taken at its word."""
 
 

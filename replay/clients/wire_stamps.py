@@ -26,8 +26,10 @@ from typing import Any
 import aiohttp
 from aiohttp import streams
 
+from replay.errors import ReplayError
 
-class ResponseTooLarge(Exception):
+
+class ResponseTooLarge(ReplayError):
     """A response body grew past its limit; what came before the limit is kept."""
 
 

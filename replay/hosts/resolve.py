@@ -31,6 +31,7 @@ from typing import Any
 
 from replay.clients.flavours.base import API_FLAVOURS
 from replay.clients.host import check_url
+from replay.errors import ReplayError
 from replay.hosts.presets import PRESETS, Preset, SpeedOptions, speed_fields
 from replay.metrics.host.cost import CardError, parse_card
 from replay.records.scrub import redact_fields
@@ -41,7 +42,7 @@ HOST_FIELDS = {"url", "preset", "dialect", "model", "api", "key_env", "headers",
                "power_kw", "price", "description"}  # fmt: skip
 
 
-class HostError(ValueError):
+class HostError(ReplayError, ValueError):
     """A host that cannot be used; the message names the option, or the file and field."""
 
 

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import orjson
 
+from replay.errors import ReplayError
 from replay.records.run_file import RequestRecord
 
 
-class TruthLogError(ValueError):
+class TruthLogError(ReplayError, ValueError):
     """A truth log line that is not what the sim writes; the message names the file and line."""
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from replay.errors import ReplayError
 from replay.metrics.recorded_timeline import TaskDrift
 from replay.metrics.timeline import Interval, Series
 
@@ -47,7 +48,7 @@ STYLE: dict[RcKeyType, Any] = {
 }
 
 
-class PlotsUnavailable(RuntimeError):
+class PlotsUnavailable(ReplayError, RuntimeError):
     """matplotlib is not installed; the message names the extra."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.errors import ReplayError
 from replay.records.reader import read_run
 
 # The parts of the header that make a run what it is; a resumed segment must match them.
@@ -24,7 +25,7 @@ SAME = (
 )  # fmt: skip
 
 
-class ResumeError(ValueError):
+class ResumeError(ReplayError, ValueError):
     """The run cannot be resumed as asked; the message says why."""
 
 

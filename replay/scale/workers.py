@@ -35,6 +35,7 @@ from typing import Any
 import replay
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
+from replay.errors import ReplayError
 from replay.loops.closed_loop import LoadConfig, RunStop, print_progress, run_checks
 from replay.loops.live import LiveState
 from replay.loops.phases import PhaseMarks
@@ -48,7 +49,7 @@ START_TIMEOUT_S = 120.0  # a worker imports, unpickles the workload and warms it
 EXIT_MARGIN_S = 15.0  # past the drain's grace: how long a worker's footer may take before it is killed
 
 
-class WorkerError(RuntimeError):
+class WorkerError(ReplayError, RuntimeError):
     """A worker failed (its traceback, or how it exited): the run stops."""
 
 

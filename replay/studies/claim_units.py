@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from replay.errors import ReplayError
+
 TIME = {"s": 1.0, "min": 60.0, "h": 3600.0}
 LATENCY = {"s": 1.0, "ms": 1e-3}
 PER = ("host", "gpu", "user", "request")
@@ -21,7 +23,7 @@ _RATE = re.compile(r"\s*tok(?:en)?s?\s*/\s*(s|sec|second|min|minute|h|hour)\s*(?
 _TIME_NAMES = {"sec": "s", "second": "s", "minute": "min", "hour": "h"}
 
 
-class UnitError(ValueError):
+class UnitError(ReplayError, ValueError):
     """A unit or value a claim cannot be read in; the message names what was expected."""
 
 

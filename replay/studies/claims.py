@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replay.errors import ReplayError
 from replay.studies.claim_units import Unit, UnitError, parse_unit, parse_value
 
 CLAIMS_FORMAT = "replay.claims/1"
@@ -45,7 +46,7 @@ CHECKS = ("at_least", "at_most", "within")
 CONDITIONS = ("concurrency", "percentile", "gpus", "hardware", "model", "workload", "output_tokens")
 
 
-class ClaimsError(ValueError):
+class ClaimsError(ReplayError, ValueError):
     """A claims file that cannot be read; the message names the file, the claim and the field."""
 
 

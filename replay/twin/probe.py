@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replay.errors import ReplayError
 from replay.twin.fit import DEFAULT_CHUNK, DecodePoint, Fit, PrefillPoint, fit, profile_fields
 from replay.twin.ladder import ladder_cost, run_ladder
 from replay.twin.plan import (
@@ -57,7 +58,7 @@ DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default running cap: the twin's when the la
 DEFAULT_MAX_MODEL_LEN = 131_072
 
 
-class ProbeError(Exception):
+class ProbeError(ReplayError):
     """A probe that cannot go on; ``exit_code`` 1 for bad input, 3 when the host could not be measured."""
 
     def __init__(self, message: str, exit_code: int = 3) -> None:

@@ -23,6 +23,7 @@ from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
+from replay.errors import ReplayError
 from replay.loops.closed_loop import LoadConfig, run_load
 from replay.records.reader import read_run
 from replay.records.run_file import RequestRecord, RunWriter
@@ -37,7 +38,7 @@ from replay.workload.trajectory import Trajectory, Workload
 DRAIN_S = 5.0
 
 
-class ProbeInterrupted(Exception):
+class ProbeInterrupted(ReplayError):
     """A pass was stopped by a signal (Ctrl-C, SIGTERM): the probe stops too, with that exit code."""
 
     def __init__(self, exit_code: int) -> None:

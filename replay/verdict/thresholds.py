@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from replay.errors import ReplayError
+
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
     ">=": operator.ge,
@@ -30,7 +32,7 @@ _EXPR = re.compile(
 _SECTIONS = ("throughput", "cache", "tasks", "client")
 
 
-class ThresholdError(ValueError):
+class ThresholdError(ReplayError, ValueError):
     """An expression that cannot be read, or that names no figure of the summary."""
 
 

@@ -37,6 +37,7 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
+from replay.errors import ReplayError
 from replay.workload.importers._blocks import BlockText
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 from replay.workload.trajectory import FORMAT_V1, Trajectory
@@ -55,7 +56,7 @@ DISTRIBUTIONS = (
 MIN_FIRST_PROMPT = REPLY_PRIMING_TOKENS + 2 * (MESSAGE_OVERHEAD_TOKENS + 1)
 
 
-class ProfileError(ValueError):
+class ProfileError(ReplayError, ValueError):
     """A profile that cannot be read or used."""
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from replay import compact_json
+from replay.errors import ReplayError
 from replay.workload.history import HistoryPolicy, content_text
 from replay.workload.images import chat_images, content_image_tokens, is_image, with_image_sizes
 from replay.workload.padding import MODES, PadCount, pad_turns
@@ -27,7 +28,7 @@ FORMAT_V1 = "replay.trajectory/1"
 ROLES = ("system", "user", "assistant", "tool")
 
 
-class TrajectoryError(ValueError):
+class TrajectoryError(ReplayError, ValueError):
     """Bad trajectory input, with the file, line and field it concerns."""
 
     def __init__(self, path: str, line: int, field_name: str, problem: str) -> None:

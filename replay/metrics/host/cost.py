@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
+from replay.errors import ReplayError
 from replay.metrics.host.rate_cards import RATE_CARDS
 from replay.records.run_file import RequestRecord
 
@@ -31,7 +32,7 @@ RATES = ("input", "cached_input", "cache_write", "output")
 CARD_FIELDS = {*RATES, "long_context", "tiers", "markup", "date", "note", "source", "currency"}
 
 
-class CardError(ValueError):
+class CardError(ReplayError, ValueError):
     """A rate card that cannot be used; the message names the field."""
 
 

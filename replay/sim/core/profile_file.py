@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from replay.errors import ReplayError
 from replay.sim.core.profiles import PROFILES, SimProfile, check_profile, get_profile
 from replay.sim.core.step_table import StepTable, TableError
 
@@ -45,7 +46,7 @@ _TYPES = {f.name: str(f.type) for f in dataclasses.fields(SimProfile) if f.name 
 _KEYS = (*_TYPES, "base", "steps", "probe")
 
 
-class ProfileFileError(ValueError):
+class ProfileFileError(ReplayError, ValueError):
     """A profile file that cannot be read or used."""
 
 

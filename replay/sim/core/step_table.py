@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from replay.errors import ReplayError
+
 
 class StepShape(NamedTuple):
     """What one engine step computes, in the terms both step models need."""
@@ -53,7 +55,7 @@ class StepShape(NamedTuple):
         return cls(tokens, context + tokens, pairs, 0, 0.0, tokens, tokens * context)
 
 
-class TableError(ValueError):
+class TableError(ReplayError, ValueError):
     """A step table that cannot be used; the message names the field."""
 
 

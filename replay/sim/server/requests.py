@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from multidict import CIMultiDictProxy
 
+from replay.errors import ReplayError
 from replay.sim.core.prompt import anthropic_to_chat, responses_to_chat
 
 MODEL_ID = "replay-sim"  # listed by /v1/models; any requested model name is accepted and echoed
@@ -33,7 +34,7 @@ AFFINITY_HEADERS = ("x-session-id", "x-session-affinity", "session_id", "x-promp
 _SECRET_WORDS = ("token", "secret", "auth", "password", "cookie")  # never logged, whatever the list above says
 
 
-class BadRequest(Exception):
+class BadRequest(ReplayError):
     """The request body is not a request the sim can serve."""
 
 

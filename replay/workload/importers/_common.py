@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from replay.errors import ReplayError
 from replay.workload.images import PLACEHOLDER, from_wire
 from replay.workload.tokens import REPLY_PRIMING_TOKENS, count_tokens, get_tokenizer
 from replay.workload.trajectory import FORMAT_V1, message_tokens, output_as_message
@@ -24,7 +25,7 @@ from replay.workload.trajectory import FORMAT_V1, message_tokens, output_as_mess
 # --------------------------------------------------------------------------------------------- errors
 
 
-class ImportFailure(ValueError):
+class ImportFailure(ReplayError, ValueError):
     """A source file that cannot be imported: names the file, the line (JSONL) or JSON path, and what was expected."""
 
     def __init__(self, path: str | Path, where: str, problem: str) -> None:
