@@ -23,7 +23,7 @@ _API = {
     "RunResult": "replay.runner.single_run",
     "RunError": "replay.runner.single_run",
     "ReplayError": "replay.errors",
-    "LoadConfig": "replay.loops.closed_loop",
+    "LoadConfig": "replay.loops.load",
     "ToolTimePolicy": "replay.sessions.tool_time",
     "HistoryPolicy": "replay.workload.history",
     "Workload": "replay.workload.trajectory",
@@ -50,7 +50,7 @@ __all__ = [  # noqa: RUF022 (the face's names, grouped by what they are)
 if TYPE_CHECKING:  # pragma: no cover
     from replay.api import Summary, load, read, run, summarize
     from replay.errors import ReplayError
-    from replay.loops.closed_loop import LoadConfig
+    from replay.loops.load import LoadConfig
     from replay.runner.single_run import RunError, RunResult, RunSpec
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from replay.loops.closed_loop import LoadConfig
+from replay.loops.load import LoadConfig
 from replay.metrics.truth_compare import compare, load_truth
 from replay.records.reader import read_run
 from replay.runner.embedded_host import embedded_host

@@ -67,7 +67,7 @@ def predict(profile: Any, workload: Any, concurrency: int, duration: float, warm
 
 def measure(base: Any, paths: list[str], concurrency: int, duration: float, warmup: float, out: Path) -> dict:
     """One ``replay run`` against the host of ``base`` (a RunSpec), the workload's recorded tool pauses."""
-    from replay.loops.closed_loop import LoadConfig
+    from replay.loops.load import LoadConfig
     from replay.runner.single_run import execute
 
     load = LoadConfig(concurrency=concurrency, duration_s=duration, warmup_s=warmup, drain_timeout_s=10.0)

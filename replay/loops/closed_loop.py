@@ -1,82 +1,111 @@
-"""The closed loop: N sessions run at once; each takes the next trajectory when it finishes.
+"""The closed loop: N lanes at once, each taking the next task of the seeded order when its last one ends
+(``ClosedLoop``), with the recipe lanes when the load asks (start points, a warm-up barrier, idle caps, background
+subagents: ``replay.sessions.lanes``); and a shard of a sharded run (``ShardLoop``: this process's lanes, the run's
+task counter and stop from its parent, ``replay.scale.workers``). Both are load models of the one loop
+(``replay.loops.skeleton.run_loop``).
 
-It also decides the steady window (opened after warm-up once all N sessions run, closed when the stop is called),
-and stops on whichever comes first: the duration, the task count, a signal, a failure with ``--on-error abort``, or a
-check that says so (``--abort-on-fail``). Then no new call starts, tool pauses and waits end at once, the calls in
-flight get a grace (the drain, outside the window), and what still runs after it is cancelled.
+The steady window opens after ``--warmup``, at the warm-up barrier, or once every lane's first call is back; a run
+of N tasks with none of those is measured whole. When the run has taken its last task the window closes and the
+other lanes finish the tasks they hold (the drain).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import uuid
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass, field
-from time import perf_counter
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-from replay.clients.client import HostClient
-from replay.clients.transport import Transport
-from replay.loops.client_monitor import ClientMonitor
-from replay.loops.live import LiveState, RichView, progress_view
-from replay.loops.phases import PhaseMarks
-from replay.loops.signals import graceful_signals
-from replay.records.run_file import RecordSink, RequestRecord, TaskRecord
-from replay.sessions.lanes import LaneConfig, LaneRuntime
-from replay.sessions.rate_limit import RateLimit
-from replay.sessions.retry import RetryPolicy
-from replay.sessions.session import SessionContext, replay_task
-from replay.sessions.tool_time import ToolTimePolicy
-from replay.workload.trajectory import Trajectory, Workload
+from replay.clock import now
+from replay.loops.live import LiveState
+from replay.loops.load import LoadConfig, RunPlan, TaskOrder, task_order
+from replay.loops.skeleton import LoadModel, LoopRun
+from replay.loops.stop import RunStop
+from replay.sessions.lanes import LaneRuntime
+from replay.sessions.session import replay_task
+from replay.workload.trajectory import Workload
 
-PROGRESS_S = 5.0
-FIRST_PROGRESS_S = 2.0  # a newcomer sees live figures at once
-CHECK_S = 5.0
-SIGNAL_GRACE_S = 10.0  # after a signal, in-flight calls get at most this long (and at most the drain timeout)
+__all__ = ["ClosedLoop", "LoadConfig", "Shard", "ShardLoop", "TaskOrder", "task_order"]
 
 
-@dataclass(frozen=True, slots=True)
-class LoadConfig:
-    """How hard and how long to push, and what to do when calls fail."""
+class ClosedLoop(LoadModel):
+    """N lanes in this process; ``first_task``: a resumed run goes on from this task of the seeded order."""
 
-    concurrency: int = 12
-    duration_s: float | None = None  # stop after this long ...
-    tasks: int | None = None  # ... or after this many trajectories (default: one pass over the workload)
-    warmup_s: float | None = None  # None: until every session has finished its first call
-    tool_time: ToolTimePolicy = field(default_factory=ToolTimePolicy)
-    seed: int = 0
-    drain_timeout_s: float = 60.0
-    salt_tasks: bool = True  # every task run a distinct conversation (no cross-session cache sharing of copies)
-    rate_limit: tuple[int, float] | None = None  # at most N calls started per period (s), across all sessions
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    on_error: str = "continue"  # continue | end-task | abort
-    lanes: LaneConfig | None = None  # start points, warm-up, idle caps, background subagents (sessions/lanes.py)
+    def __init__(self, first_task: int = 0) -> None:
+        self.first_task = first_task
 
-    def public(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "duration_s": self.duration_s,
-            "tasks": self.tasks,
-            "warmup_s": self.warmup_s if self.warmup_s is not None else "auto",
-            "tool_time": str(self.tool_time),
-            "seed": self.seed,
-            "drain_timeout_s": self.drain_timeout_s,
-            "salt_tasks": self.salt_tasks,
-            "rate_limit": list(self.rate_limit) if self.rate_limit else None,
-            "retry": self.retry.public(),
-            "on_error": self.on_error,
-            "lanes": self.lanes.public() if self.lanes else None,
-        }
+    def plan(self, load: LoadConfig, workload: Workload) -> RunPlan:
+        return RunPlan.of(load, len(workload.tasks), self.first_task)
 
+    def lanes(self, run: LoopRun) -> LaneRuntime | None:
+        if run.load.lanes is None:
+            return None
+        marks = run.marks
 
-def task_order(trajectories: list[Trajectory], seed: int) -> Iterator[Trajectory]:
-    """Seeded, reproducible order: a shuffled pass over the workload, then another, and so on."""
-    rng = random.Random(seed)
-    while True:
-        batch = list(trajectories)
-        rng.shuffle(batch)
-        yield from batch
+        def on_steady() -> None:  # the warm-up barrier passed
+            if marks.window_open and not run.stop.is_set():
+                marks.mark("steady_start")
+
+        return LaneRuntime(run.load.lanes, run.plan.sessions, run.workload.by_id(), run.load.seed, on_steady)
+
+    def start(self, run: LoopRun) -> list[asyncio.Task[None]]:
+        run.started = self.first_task
+        return [asyncio.create_task(self._lane(run, slot), name=f"session-{slot}") for slot in self.lanes_here(run)]
+
+    async def take(self, run: LoopRun) -> int | None:
+        """The next task's index in the seeded order, None when the run has started all it may."""
+        limit = run.plan.task_limit
+        if limit is not None and run.started >= limit:
+            return None
+        run.started += 1
+        run.live.tasks_started = run.started
+        return run.started - 1
+
+    async def _lane(self, run: LoopRun, slot: int) -> None:
+        try:
+            while not run.stop.is_set():
+                index = await self.take(run)
+                if index is None:
+                    run.asked.reason = run.asked.reason or "tasks"
+                    if not run.plan.whole:
+                        run.close_window()  # the other lanes finish the tasks they hold (the drain)
+                    return
+                await replay_task(run.ctx, index, slot, run.order.at(index))
+        finally:
+            if run.lanes is not None and run.lanes.warmup is not None:
+                run.lanes.warmup.retire(slot)  # a lane that sends nothing more does not hold the warm-up barrier
+
+    def open_window(self, run: LoopRun) -> None:
+        marks = run.marks
+        if run.plan.whole:
+            marks.mark("steady_start", run.t0)
+        if run.load.warmup_s is not None:
+
+            def open_steady() -> None:
+                if marks.window_open:
+                    marks.mark("steady_start")
+
+            asyncio.get_running_loop().call_later(run.load.warmup_s, open_steady)
+
+    async def deadline(self, run: LoopRun, workers: list[asyncio.Task[None]]) -> float | None:
+        """Counted from the warm-up barrier when the run has one (AgentX's profiling phase is its duration)."""
+        duration = run.load.duration_s
+        if not duration or run.lanes is None or run.lanes.warmup is None:
+            return await super().deadline(run, workers)
+        barrier = asyncio.create_task(run.lanes.warmup.done.wait())
+        wake = asyncio.create_task(run.asked.requested.wait())
+        await asyncio.wait([barrier, wake, *workers], return_when=asyncio.FIRST_COMPLETED)
+        barrier.cancel()
+        wake.cancel()
+        return now() + duration
+
+    def footer(self, run: LoopRun) -> dict[str, Any]:
+        out = super().footer(run)
+        if run.plan.whole:
+            out["window"] = "whole"  # the figures cover every call of the tasks (docs/metrics.md)
+        if run.lanes is not None:
+            out["lanes"] = run.lanes.footer()
+        return out
 
 
 class Shard(Protocol):
@@ -101,284 +130,38 @@ class Shard(Protocol):
         """Until cancelled: the parent's stop, signal and cut, passed on to ``stop``; ``live`` for its live view."""
 
 
-class TaskOrder:
-    """The seeded order looked up by a task's index in it (indices increase): a shard takes the run's indices."""
+class ShardLoop(ClosedLoop):
+    """A shard's lanes: tasks, start and stop from the parent, which marks the phases and times the duration."""
 
-    def __init__(self, trajectories: list[Trajectory], seed: int) -> None:
-        self._order, self._next = task_order(trajectories, seed), 0
+    def __init__(self, shard: Shard) -> None:
+        super().__init__()
+        self.shard = shard
 
-    def at(self, index: int) -> Trajectory:
-        while self._next < index:
-            next(self._order)
-            self._next += 1
-        self._next += 1
-        return next(self._order)
+    def plan(self, load: LoadConfig, workload: Workload) -> RunPlan:
+        return RunPlan.of(load, len(workload.tasks))
 
+    def lanes_here(self, run: LoopRun) -> Sequence[int]:
+        return self.shard.lanes
 
-class RunStop:
-    """The one place a run's stop is asked for, whoever asks: a reason, a grace for calls in flight, a wake-up."""
+    def salt(self, load: LoadConfig) -> str | None:
+        return self.shard.salt
 
-    def __init__(self, drain_timeout_s: float) -> None:
-        self.requested = asyncio.Event()
-        self.reason: str | None = None
-        self.grace = drain_timeout_s
-        self.cut = False  # a second signal: cancel what is in flight now
-        self.signal: str | None = None
+    def rng(self, load: LoadConfig) -> random.Random:
+        return random.Random(f"{load.seed}/{self.shard.index}")
 
-    def ask(self, reason: str, grace: float | None = None) -> None:
-        if self.reason is None:
-            self.reason = reason
-            if grace is not None:
-                self.grace = min(self.grace, grace)
-        self.requested.set()
+    async def ready(self) -> None:
+        await self.shard.ready()
 
-    def on_signal(self, name: str) -> None:
-        self.signal = name
-        self.reason = None  # a signal says more than a softer reason already noted ("tasks")
-        self.ask(f"interrupted ({name})", SIGNAL_GRACE_S)
+    async def take(self, run: LoopRun) -> int | None:
+        index = await self.shard.take()
+        run.started += index is not None
+        return index
 
-    def on_second_signal(self) -> None:
-        self.cut = True
-        self.grace = 0.0
-        self.requested.set()
+    def side(self, run: LoopRun) -> list[Any]:
+        return [self.shard.listen(run.asked, run.live)]
 
+    async def deadline(self, run: LoopRun, workers: list[asyncio.Task[None]]) -> float | None:
+        return None  # the parent times the run
 
-async def run_load(
-    workload: Workload,
-    client_factory: Callable[[Transport], HostClient],
-    transport: Transport,
-    load: LoadConfig,
-    writer: RecordSink,
-    progress: bool = True,
-    check: Callable[[], str | None] | None = None,
-    extra: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
-    first_task: int = 0,
-    shard: Shard | None = None,
-) -> dict[str, Any]:
-    """Run the closed loop to its stop; every record goes to ``writer`` as it happens. Returns the footer.
-
-    ``check`` is called every few seconds; a reason it returns stops the run (thresholds with --abort-on-fail).
-    ``extra`` are coroutines run beside the sessions for the run's length (closing windows, serving metrics).
-    ``first_task``: a resumed run goes on from this task of the seeded order (the tasks before it were started).
-    ``shard``: this process runs only the shard's lanes and takes task indices from the run's shared counter; the
-    parent process marks the phases and the stop (``replay.scale.workers``).
-    """
-    task_limit = load.tasks if load.tasks is not None else (None if load.duration_s else len(workload.tasks))
-    left = None if task_limit is None else max(task_limit - first_task, 0)
-    slots = load.concurrency if left is None else max(min(load.concurrency, left), 1)
-    order = TaskOrder(workload.tasks, load.seed)
-    stop = asyncio.Event()
-    asked = RunStop(load.drain_timeout_s)
-    live = LiveState(tasks_total=task_limit, duration_s=load.duration_s)
-    first_call_done: set[int] = set()
-    started = first_task
-    # the stop is called: no new work from here on, so the steady window ends now (a shard tells its parent)
-    marks = PhaseMarks(writer, None if shard is None else lambda: shard.stopped(asked.reason or "stop"))
-    mark, close_window = marks.mark, marks.close_window
-
-    def request_done(rec: RequestRecord) -> None:
-        writer.request(rec)
-        live.request(rec)
-        if rec.session not in first_call_done:
-            first_call_done.add(rec.session)
-            auto = load.warmup_s is None and not whole and (lanes is None or lanes.warmup is None)  # else marked
-            if auto and len(first_call_done) == slots and not stop.is_set():
-                mark("steady_start")
-
-    def task_done(rec: TaskRecord) -> None:
-        writer.task(rec)
-        live.task(rec)
-
-    def abort(reason: str) -> None:
-        """--on-error abort: the run stops (a shard's parent hears it before this lane asks for its next task)."""
-        asked.ask(f"aborted: {reason}")
-        if shard is not None:
-            shard.stopped(asked.reason or "aborted")
-
-    salt = shard.salt if shard is not None else uuid.uuid4().hex[:12] if load.salt_tasks else None
-    lanes = _lane_runtime(
-        load, slots, workload, lambda: marks.window_open and not stop.is_set() and mark("steady_start")
-    )
-    # A run of N tasks is measured whole: every call of them, warm-up and drain included (the window is the run).
-    whole = task_limit is not None and load.duration_s is None and load.warmup_s is None and (
-        lanes is None or lanes.warmup is None)  # fmt: skip
-    async with transport:
-        ctx = SessionContext(
-            client=client_factory(transport),
-            tool_time=load.tool_time,
-            stop=stop,
-            on_request=request_done,
-            on_task=task_done,
-            trajectories=workload.by_id(),
-            builder=workload.builder,
-            salt=salt,
-            rate_limit=RateLimit(*load.rate_limit) if load.rate_limit else None,
-            retry=load.retry,
-            on_error=load.on_error,
-            abort=abort,
-            rng=random.Random(load.seed if shard is None else f"{load.seed}/{shard.index}"),
-            on_pause=live.pausing,
-            on_turn=live.turn,
-            on_call=live.calling,
-            lanes=lanes,
-        )
-
-        async def take() -> int | None:
-            """The next task's index in the seeded order, None when the run has started all it may."""
-            nonlocal started
-            if shard is not None:
-                index = await shard.take()
-                started += index is not None
-                return index
-            if task_limit is not None and started >= task_limit:
-                return None
-            started += 1
-            live.tasks_started = started
-            return started - 1
-
-        async def worker(slot: int) -> None:
-            try:
-                while not stop.is_set():
-                    task_index = await take()
-                    if task_index is None:
-                        asked.reason = asked.reason or "tasks"
-                        if not whole:
-                            close_window()  # the other sessions finish the trajectories they hold (the drain)
-                        return
-                    await replay_task(ctx, task_index, slot, order.at(task_index))
-            finally:
-                if lanes is not None and lanes.warmup is not None:
-                    lanes.warmup.retire(slot)  # a lane that sends nothing more does not hold the warm-up barrier
-
-        lane_ids = shard.lanes if shard is not None else tuple(range(slots))
-        await ctx.client.warm(len(lane_ids))
-        if shard is not None:
-            await shard.ready()
-        t0 = perf_counter()
-        live.t0 = t0
-        mark("start", t0)
-        workers = [asyncio.create_task(worker(i), name=f"session-{i}") for i in lane_ids]
-        mark("all_started")
-        if whole:
-            mark("steady_start", t0)
-        if load.warmup_s is not None:
-            asyncio.get_running_loop().call_later(load.warmup_s, lambda: marks.window_open and mark("steady_start"))
-        side = [asyncio.create_task(ClientMonitor(writer.client).run())]
-        if progress:
-            side.append(asyncio.create_task(print_progress(live, stop)))
-        if check is not None:
-            side.append(asyncio.create_task(run_checks(check, asked)))
-        side += [asyncio.create_task(job()) for job in extra]
-        if shard is not None:
-            side.append(asyncio.create_task(shard.listen(asked, live)))
-        try:
-            with graceful_signals(asked.on_signal, asked.on_second_signal):
-                deadline = None if shard is not None else await _deadline(load, lanes, workers, asked, t0)
-                await _until_stop(workers, asked, deadline)
-                if any(not w.done() for w in workers):
-                    asked.ask("duration")
-                    close_window()
-                    stop.set()
-                    await _drain(workers, asked)
-        except asyncio.CancelledError:
-            asked.ask("interrupted")
-            close_window()
-            stop.set()
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
-        finally:
-            for task in side:
-                task.cancel()
-            await asyncio.gather(*side, return_exceptions=True)
-            mark("end")
-    footer: dict[str, Any] = {"stop_reason": asked.reason or "completed", "tasks_started": started, "sessions": slots,
-                              "salt": salt}  # fmt: skip
-    if asked.signal:
-        footer["signal"] = asked.signal
-    if whole:
-        footer["window"] = "whole"  # the figures cover every call of the tasks (docs/metrics.md)
-    if lanes is not None:
-        footer["lanes"] = lanes.footer()
-    return footer
-
-
-def _lane_runtime(load: LoadConfig, slots: int, workload: Workload, on_steady: Callable[[], Any]) -> LaneRuntime | None:
-    """The run's lanes when it asks for more than plain ones (start points, warm-up, idle caps, background)."""
-    if load.lanes is None:
-        return None
-    return LaneRuntime(load.lanes, slots, workload.by_id(), load.seed, on_steady)
-
-
-async def _deadline(
-    load: LoadConfig, lanes: LaneRuntime | None, workers: list[asyncio.Task[None]], asked: RunStop, t0: float
-) -> float | None:
-    """When the duration ends: counted from the warm-up barrier when the run has one (AgentX's profiling phase is
-    its duration), else from the start."""
-    if not load.duration_s:
-        return None
-    if lanes is None or lanes.warmup is None:
-        return t0 + load.duration_s
-    barrier = asyncio.create_task(lanes.warmup.done.wait())
-    wake = asyncio.create_task(asked.requested.wait())
-    await asyncio.wait([barrier, wake, *workers], return_when=asyncio.FIRST_COMPLETED)
-    barrier.cancel()
-    wake.cancel()
-    return perf_counter() + load.duration_s
-
-
-async def _until_stop(workers: list[asyncio.Task[None]], asked: RunStop, deadline: float | None) -> None:
-    """Return when every worker is done, the deadline passes, or a stop is asked for."""
-    while any(not w.done() for w in workers) and not asked.requested.is_set():
-        timeout = None if deadline is None else deadline - perf_counter()
-        if timeout is not None and timeout <= 0:
-            return
-        wake = asyncio.create_task(asked.requested.wait())
-        await asyncio.wait([*(w for w in workers if not w.done()), wake], timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-        wake.cancel()
-
-
-async def _drain(workers: list[asyncio.Task[None]], asked: RunStop) -> None:
-    """Calls in flight finish within the grace (a second signal ends it at once); the rest is cancelled."""
-    pending = {w for w in workers if not w.done()}
-    end = perf_counter() + asked.grace
-    while pending and not asked.cut:
-        left = end - perf_counter()
-        if left <= 0:
-            break
-        asked.requested.clear()
-        wake = asyncio.create_task(asked.requested.wait())
-        await asyncio.wait([*pending, wake], timeout=left, return_when=asyncio.FIRST_COMPLETED)
-        wake.cancel()
-        pending = {w for w in pending if not w.done()}
-        end = min(end, perf_counter() + asked.grace)
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*pending, return_exceptions=True)
-    if pending:
-        asked.reason = f"{asked.reason}+drain_timeout({len(pending)} sessions cancelled)"
-
-
-async def print_progress(state: LiveState, stop: asyncio.Event) -> None:
-    view = progress_view(state)
-    every = 1.0 if isinstance(view, RichView) else PROGRESS_S
-    try:
-        await asyncio.sleep(min(FIRST_PROGRESS_S, every))
-        while True:
-            view.print(stop.is_set())
-            await asyncio.sleep(every)
-    finally:
-        if isinstance(view, RichView):
-            view.print(stop.is_set())
-            view.stop()
-
-
-async def run_checks(check: Callable[[], str | None], asked: RunStop) -> None:
-    while True:
-        await asyncio.sleep(CHECK_S)
-        reason = check()
-        if reason:
-            asked.ask(reason)
-            return
+    def stopped(self, run: LoopRun) -> None:
+        self.shard.stopped(run.asked.reason or "stop")

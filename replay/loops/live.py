@@ -4,23 +4,26 @@ session's phase, updated as records arrive and pauses begin, never per token.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections import deque
 from dataclasses import dataclass, field
-from time import perf_counter
 
+from replay import clock
 from replay.metrics.accumulator import decode_tps
 from replay.records.run_file import RequestRecord, TaskRecord
 from replay.workload.words import plural
 
 RECENT_S = 30.0  # "the last window" of the live view
+PROGRESS_S = 5.0
+FIRST_PROGRESS_S = 2.0  # a newcomer sees live figures at once
 
 
 @dataclass(slots=True)
 class LiveState:
     """Counters and phases of one run."""
 
-    t0: float = field(default_factory=perf_counter)
+    t0: float = field(default_factory=clock.now)
     tasks_total: int | None = None  # None: the run stops on time, not on a task count
     duration_s: float | None = None
     requests: int = 0
@@ -74,7 +77,7 @@ class LiveState:
         if self.tasks_total is None or not self.requests:
             return None
         per_call = self.call_s / self.requests
-        now = perf_counter()
+        now = clock.now()
 
         def session_left(slot: int, n: int, tool: float) -> float:
             if slot in self.pauses:  # in a pause: what is left of it, not its whole length
@@ -103,7 +106,7 @@ class LiveState:
             self.pauses.pop(slot, None)
             self.paused_at.pop(slot, None)
         else:
-            self.pauses[slot], self.paused_at[slot] = until, perf_counter()
+            self.pauses[slot], self.paused_at[slot] = until, clock.now()
 
 
 class ProgressLine:
@@ -115,7 +118,7 @@ class ProgressLine:
 
     def line(self, draining: bool) -> str:
         s = self.state
-        now = perf_counter()
+        now = clock.now()
         rate = (s.output_tokens - self._tokens) / max(now - self._t, 1e-9)
         self._tokens, self._t = s.output_tokens, now
         elapsed = now - s.t0
@@ -155,7 +158,7 @@ class RichView:
     def print(self, draining: bool) -> None:
         from rich.table import Table
 
-        s, now = self.state, perf_counter()
+        s, now = self.state, clock.now()
         dt = max(now - self._t, 1e-9)
         out_rate = (s.output_tokens - self._tokens) / dt
         cached_rate, new_rate = ((s.input_tokens[i] - self._inputs[i]) / dt for i in (0, 1))
@@ -191,3 +194,18 @@ def _ms(v: float | None) -> str:
 def progress_view(state: LiveState) -> ProgressLine | RichView:
     """A live table on a terminal; a line every few seconds otherwise (CI logs)."""
     return RichView(state) if sys.stderr.isatty() else ProgressLine(state)
+
+
+async def print_progress(state: LiveState, stop: asyncio.Event) -> None:
+    """The live view until cancelled: every second on a terminal, every few seconds otherwise."""
+    view = progress_view(state)
+    every = 1.0 if isinstance(view, RichView) else PROGRESS_S
+    try:
+        await asyncio.sleep(min(FIRST_PROGRESS_S, every))
+        while True:
+            view.print(stop.is_set())
+            await asyncio.sleep(every)
+    finally:
+        if isinstance(view, RichView):
+            view.print(stop.is_set())
+            view.stop()

@@ -4,8 +4,8 @@ docs/metrics.md): one piece for the closed loop, the open loop and the parent of
 from __future__ import annotations
 
 from collections.abc import Callable
-from time import perf_counter
 
+from replay.clock import now
 from replay.records.run_file import RecordSink
 
 
@@ -18,7 +18,7 @@ class PhaseMarks:
         self.window_open = True
 
     def mark(self, name: str, t: float | None = None) -> None:
-        self.writer.phase(name, perf_counter() if t is None else t)
+        self.writer.phase(name, now() if t is None else t)
 
     def close_window(self) -> None:
         if self.window_open:

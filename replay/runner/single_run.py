@@ -23,7 +23,10 @@ from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import CONNECTIONS, DEFAULT_MAX_RESPONSE_BYTES, HostConfig
 from replay.clients.transport import Transport
 from replay.hosts.resolve import HostError, ResolvedHost, rate_card_option, resolve
-from replay.loops.closed_loop import LoadConfig, run_load
+from replay.loops.closed_loop import ClosedLoop
+from replay.loops.load import LoadConfig
+from replay.loops.open_loop import OpenLoop, OpenLoopConfig
+from replay.loops.skeleton import run_loop
 from replay.metrics.streaming import StreamSummary
 from replay.metrics.truth_compare import compare_file
 from replay.metrics.windows import Tee, WindowRecorder
@@ -368,13 +371,9 @@ def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestO
     check = _threshold_check(spec, stream, writer)
     if spec.arrivals is None and (spec.workers > 1 or spec.ray):
         return _sharded(spec, workload, host, options, writer, check, jobs)
-    if spec.arrivals is None:
-        return run_load(workload, factory, Transport(host), spec.load, writer, progress=spec.progress, check=check,
-                        extra=jobs, first_task=previous.tasks_started if previous else 0)  # fmt: skip
-    from replay.loops.open_loop import OpenLoopConfig, run_open_loop
-
-    config = OpenLoopConfig(spec.arrivals, spec.max_live or spec.load.concurrency)
-    return run_open_loop(workload, factory, Transport(host), spec.load, config, writer, spec.progress, check, jobs)
+    model = ClosedLoop(previous.tasks_started if previous else 0) if spec.arrivals is None else OpenLoop(
+        OpenLoopConfig(spec.arrivals, spec.max_live or spec.load.concurrency))  # fmt: skip
+    return run_loop(workload, factory, Transport(host), spec.load, model, writer, spec.progress, check, jobs)
 
 
 async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter,

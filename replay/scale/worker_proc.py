@@ -24,8 +24,11 @@ from replay.clients.client import make_client
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
-from replay.loops.closed_loop import LoadConfig, RunStop, run_load
+from replay.loops.closed_loop import ShardLoop
 from replay.loops.live import LiveState
+from replay.loops.load import LoadConfig
+from replay.loops.skeleton import run_loop
+from replay.loops.stop import RunStop
 from replay.records.run_file import RequestRecord, TaskRecord
 from replay.workload.trajectory import Workload
 
@@ -186,8 +189,8 @@ async def _work(job: WorkerJob, conn: Connection) -> dict[str, Any]:
     shard = PipeShard(job, conn, writer)
     try:
         factory = lambda transport: make_client(job.host, job.options, transport)  # noqa: E731
-        footer = await run_load(job.workload, factory, Transport(job.host), job.load, writer, progress=False,
-                                shard=shard)  # fmt: skip
+        footer = await run_loop(job.workload, factory, Transport(job.host), job.load, ShardLoop(shard), writer,
+                                progress=False)  # fmt: skip
     finally:
         shard.close()
     return {**footer, "worker": job.index, "requests": writer.requests, "tasks": writer.tasks}

@@ -36,10 +36,11 @@ import replay
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.errors import ReplayError
-from replay.loops.closed_loop import LoadConfig, RunStop, print_progress, run_checks
-from replay.loops.live import LiveState
+from replay.loops.live import LiveState, print_progress
+from replay.loops.load import LoadConfig, RunPlan
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
+from replay.loops.stop import RunStop, run_checks
 from replay.records.run_file import RequestRecord, RunWriter
 from replay.scale.clock_sync import shift_message
 from replay.scale.worker_proc import WorkerJob
@@ -55,7 +56,7 @@ class WorkerError(ReplayError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ShardedRun:
-    """A closed-loop run to shard: what ``run_load`` takes, and how many processes."""
+    """A closed-loop run to shard: what the loop takes, and how many processes."""
 
     workload: Workload
     host: HostConfig
@@ -122,12 +123,9 @@ class _Parent:
     def __init__(self, plan: ShardedRun, writer: RunWriter, live: LiveState) -> None:
         load = plan.load
         self.plan, self.writer, self.live = plan, writer, live
-        self.task_limit = (
-            load.tasks if load.tasks is not None else (None if load.duration_s else len(plan.workload.tasks))
-        )
-        self.slots = load.concurrency if self.task_limit is None else max(min(load.concurrency, self.task_limit), 1)
-        self.whole = self.task_limit is not None and load.duration_s is None and load.warmup_s is None
-        self.marks = _Marks(writer, self.slots, auto=load.warmup_s is None and not self.whole)
+        run = RunPlan.of(load, len(plan.workload.tasks))  # the single-process loop's plan (no lanes: refused here)
+        self.task_limit, self.slots, self.whole = run.task_limit, run.sessions, run.whole
+        self.marks = _Marks(writer, self.slots, auto=run.auto_window)
         self.asked = RunStop(load.drain_timeout_s)
         self.salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
         self.started = 0

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from time import perf_counter
+
+from replay import clock
 
 
 @dataclass(slots=True)
@@ -24,7 +25,7 @@ class TreeState:
     """One session tree's calls in flight, and since when it has had none."""
 
     inflight: int = 0
-    idle_since: float = field(default_factory=perf_counter)
+    idle_since: float = field(default_factory=clock.now)
 
 
 class IdleGuard:
@@ -34,7 +35,7 @@ class IdleGuard:
         self.system_cap_s = system_cap_s
         self.tree_cap_s = tree_cap_s
         self.inflight = 0
-        self.idle_since = perf_counter()
+        self.idle_since = clock.now()
         self.shift = 0.0  # seconds every pending pause has been advanced so far (system cap)
         self.jumps = 0
         self.skipped_s = 0.0
@@ -51,7 +52,7 @@ class IdleGuard:
         self._notify()
 
     def ended(self, tree: TreeState) -> None:
-        now = perf_counter()
+        now = clock.now()
         self.inflight -= 1
         tree.inflight -= 1
         if self.inflight == 0:
@@ -78,7 +79,7 @@ class IdleGuard:
 
     async def pause(self, tree: TreeState, seconds: float, stop: asyncio.Event) -> float:
         """Sleep for ``seconds`` unless a cap or the stop ends it earlier; return the time actually paused."""
-        start = perf_counter()
+        start = clock.now()
         if seconds <= 0:
             return 0.0
         key = object()
@@ -86,7 +87,7 @@ class IdleGuard:
         self._pending[key] = (end, tree)
         try:
             while not stop.is_set():
-                now = perf_counter()
+                now = clock.now()
                 deadline = self._deadline(end, tree)
                 if deadline <= now:
                     break
@@ -107,7 +108,7 @@ class IdleGuard:
                             w.cancel()
         finally:
             del self._pending[key]
-        return perf_counter() - start
+        return clock.now() - start
 
     def public(self) -> dict[str, float | int | None]:
         return {"system_cap_s": self.system_cap_s, "tree_cap_s": self.tree_cap_s, "system_jumps": self.jumps,

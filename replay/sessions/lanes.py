@@ -37,6 +37,11 @@ class LaneConfig:
     system_idle_cap_s: float | None = None
     tree_idle_cap_s: float | None = None
 
+    @property
+    def has_warmup(self) -> bool:
+        """Lanes warm up before the steady window (primers of a start point, or calls per lane): a barrier opens it."""
+        return bool(self.warmup_per_lane) or self.start_at is not None
+
     def public(self) -> dict[str, Any]:
         return {
             "start_at": str(self.start_at) if self.start_at else None,
@@ -125,8 +130,7 @@ class LaneRuntime:
         self.trajectories = trajectories
         self.seed = seed
         self.started: set[int] = set()
-        self.warmup = Warmup(lanes, config.warmup_per_lane, on_steady) if config.warmup_per_lane or (
-            config.start_at is not None) else None  # fmt: skip
+        self.warmup = Warmup(lanes, config.warmup_per_lane, on_steady) if config.has_warmup else None
         caps = config.system_idle_cap_s is not None or config.tree_idle_cap_s is not None
         self.idle = IdleGuard(config.system_idle_cap_s, config.tree_idle_cap_s) if caps else None
         self._timelines: dict[str, Timeline] = {}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from time import perf_counter
+
+from replay import clock
 
 
 class RateLimit:
@@ -30,7 +31,7 @@ class RateLimit:
             while True:
                 if stop.is_set():
                     return None
-                now = perf_counter()
+                now = clock.now()
                 while self._starts and now - self._starts[0] >= self.period:
                     self._starts.popleft()
                 if len(self._starts) < self.calls:

@@ -20,10 +20,10 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from time import perf_counter
 
 import orjson
 
+from replay import clock
 from replay.clients.client import HostClient
 from replay.clients.flavours.base import Conversation
 from replay.clients.loop_turns import loop_turns
@@ -72,12 +72,12 @@ async def _pause(stop: asyncio.Event, seconds: float) -> float:
     Retry-After, above all) is never cut short by that."""
     if seconds <= 0:
         return 0.0
-    start = perf_counter()
+    start = clock.now()
     end = start + seconds
-    while (left := end - perf_counter()) > 0 and not stop.is_set():
+    while (left := end - clock.now()) > 0 and not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=left)
-    return perf_counter() - start
+    return clock.now() - start
 
 
 def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list[Message]:
@@ -146,7 +146,7 @@ class _Agent:
         ``phase`` ``warmup`` asks for one token; ``intended`` is when the call was meant to start (an open-loop
         arrival), else now: latency from the intended start counts the client's own lateness too."""
         ctx, context = self.ctx, self.context
-        intended = perf_counter() if intended is None else intended
+        intended = clock.now() if intended is None else intended
         live = ctx.builder is not None and ctx.builder.policy.output == "live"
         max_tokens = WARMUP_MAX_TOKENS if phase == "warmup" else turn.output_tokens
         seen = self.tree.prefix_seen(context) if ctx.lanes is not None else None
@@ -157,10 +157,10 @@ class _Agent:
         for attempt in range(1, ctx.retry.retries + 2):
             throttled, started = 0.0, None
             if ctx.rate_limit is not None:
-                asked = perf_counter()
+                asked = clock.now()
                 started = await ctx.rate_limit.wait(ctx.stop)  # the client's own wait: before t_call
                 if started is None:  # the run stopped while waiting: the wait still counts as throttled time
-                    self.tally.throttled += perf_counter() - asked
+                    self.tally.throttled += clock.now() - asked
                     return rec, None
                 throttled = started - asked
             rec = RequestRecord(
@@ -294,7 +294,7 @@ async def _replay_agent(
         if ctx.lanes is not None and ctx.lanes.warming:
             carried, pause = pause, 0.0  # warm-up calls follow each other without pauses
         if pause and parent is None:
-            ctx.on_pause(slot, perf_counter() + pause)
+            ctx.on_pause(slot, clock.now() + pause)
         planned = start.children if primer and start is not None else None
         if not turn.spawn and not planned:
             if pause:
@@ -325,9 +325,9 @@ async def _spawn(agent: _Agent, turn: Turn, pause: float, planned: list[tuple[Sp
             tree.background.append(asyncio.create_task(run_background(coro, tally, sub)))
         else:
             gated.append((coro, sub))
-    start = perf_counter()
+    start = clock.now()
     await asyncio.gather(_tool_pause(ctx, tree, pause), *(c for c, _ in gated))
-    tally.tool_time += perf_counter() - start  # the parent waits for its tools and its subagents alike
+    tally.tool_time += clock.now() - start  # the parent waits for its tools and its subagents alike
     for _, sub in gated:
         merge(tally, sub)
 
@@ -342,11 +342,11 @@ async def replay_task(
     tally = Tally()
     tree = Tree(traj)
     plan = ctx.lanes.start_plan(slot, traj) if ctx.lanes is not None else None
-    t_start = perf_counter()
+    t_start = clock.now()
     t_root_end = None
     try:
         await _replay_agent(ctx, traj, task, slot, tally, tree, start=plan.root if plan else None, intended=intended)
-        t_root_end = perf_counter()
+        t_root_end = clock.now()
         await drain_background(tree)
     finally:
         for bg in tree.background:
@@ -361,7 +361,7 @@ async def replay_task(
             session=slot,
             trajectory=traj.id,
             t_start=t_start,
-            t_end=perf_counter(),
+            t_end=clock.now(),
             turns=tally.calls,
             turns_total=len(traj.turns),
             model_time_s=tally.model_time,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from time import perf_counter
 from typing import Any
 
+from replay import clock
 from replay.records.run_file import RequestRecord
 from replay.sessions.tree import Tree
 
@@ -31,7 +31,7 @@ class Tally:
     def add_attempt(self, rec: RequestRecord) -> None:
         self.attempts += 1
         self.errors += rec.error is not None
-        done = rec.t_done or perf_counter()
+        done = rec.t_done or clock.now()
         if rec.t_call is not None:
             self.queue += max(0.0, rec.t_sent - rec.t_call)
             self.model_time += max(0.0, done - rec.t_sent)

@@ -24,7 +24,9 @@ from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
 from replay.errors import ReplayError
-from replay.loops.closed_loop import LoadConfig, run_load
+from replay.loops.closed_loop import ClosedLoop
+from replay.loops.load import LoadConfig
+from replay.loops.skeleton import run_loop
 from replay.records.reader import read_run
 from replay.records.run_file import RequestRecord, RunWriter
 from replay.records.scrub import Scrubber
@@ -54,7 +56,7 @@ class Runner(Protocol):
 
 
 class HttpRunner:
-    """Each pass is one closed-loop run of the run machinery against the host (``run_load`` over the host's own
+    """Each pass is one closed-loop run of the run machinery against the host (``run_loop`` over the host's own
     client and transport, as ``execute`` runs it), its run file kept in ``directory``. The host, its model and
     its key are resolved once; no summary is made per pass (a pass's records are all the probe reads)."""
 
@@ -96,8 +98,9 @@ class HttpRunner:
         footer: dict[str, Any] = {"stop_reason": "crashed"}
         try:
             writer.header(build_header(spec, self.host, workload, None, None))
-            footer = event_loop.run(run_load(workload, lambda t: make_client(self.host, self.options, t),
-                                             Transport(self.host), load, writer, progress=False))  # fmt: skip
+            factory = lambda t: make_client(self.host, self.options, t)  # noqa: E731
+            footer = event_loop.run(run_loop(workload, factory, Transport(self.host), load, ClosedLoop(), writer,
+                                             progress=False))  # fmt: skip
         finally:
             writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
             writer.close()
