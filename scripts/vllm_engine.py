@@ -321,6 +321,7 @@ def server_command(
         "VLLM_ENABLE_RESPONSES_API_STORE": "1",  # --responses-state previous (previous_response_id)
         "VLLM_CPU_OMP_THREADS_BIND": "nobind",  # a shared 2-core machine: pinning would fight the client
         "OMP_NUM_THREADS": "1",
+        "VLLM_CACHE_ROOT": str(cache_root() / "vllm-runtime"),  # its compiled-graph cache, beside the venv
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
         "HF_HUB_OFFLINE": "1",
