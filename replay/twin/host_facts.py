@@ -1,0 +1,94 @@
+"""What a host says about its own capacity, read before probing it, so the twin takes it from the host.
+
+vLLM states its KV cache size and block size in ``/metrics`` (the labels of the ``vllm:cache_config_info``
+gauge: ``kv_cache_size_tokens``, or ``num_gpu_blocks`` times ``block_size``) and its served context in
+``/v1/models`` (``max_model_len``, which may be less than the model's own). A figure the host states is used as
+it is; the probe measures only what the host does not say, and a figure it could only bound is never written
+as a measurement. Reading is best effort: a host that does not answer, or answers something else, states
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from prometheus_client.parser import text_string_to_metric_families
+
+TIMEOUT_S = 5.0
+MAX_BYTES = 4 << 20
+
+
+@dataclass(slots=True, frozen=True)
+class HostFacts:
+    """Host tokens its KV cache holds, its cache block, its served context (each None when not stated)."""
+
+    kv_tokens: int | None = None
+    block_size: int | None = None
+    max_model_len: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {"kv_tokens": self.kv_tokens, "block_size": self.block_size, "max_model_len": self.max_model_len}
+
+
+def _int(value: Any) -> int | None:
+    try:
+        n = int(float(value))
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
+def cache_config(text: str) -> tuple[int | None, int | None]:
+    """(KV tokens, block size) from vLLM's ``cache_config_info`` labels in a Prometheus exposition."""
+    with contextlib.suppress(ValueError):
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.removesuffix("_info") != "vllm:cache_config":
+                    continue
+                labels = sample.labels
+                block = _int(labels.get("block_size"))
+                kv = _int(labels.get("kv_cache_size_tokens"))
+                blocks = _int(labels.get("num_gpu_blocks"))
+                if kv is None and blocks is not None and block is not None:
+                    kv = blocks * block
+                return kv, block
+    return None, None
+
+
+def served_context(body: bytes, model: str | None) -> int | None:
+    """``max_model_len`` of ``model`` (or of the only model) in a ``/v1/models`` answer."""
+    try:
+        data = orjson.loads(body).get("data")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    cards = [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
+    named = [c for c in cards if c.get("id") == model] or (cards if len(cards) == 1 else [])
+    return _int(named[0].get("max_model_len")) if named else None
+
+
+def _get(url: str, headers: dict[str, str]) -> bytes | None:
+    req = urllib.request.Request(url, headers=headers)
+    with (
+        contextlib.suppress(OSError, urllib.error.URLError, ValueError),
+        urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp,
+    ):
+        if resp.status == 200:
+            return resp.read(MAX_BYTES)
+    return None
+
+
+def read_host_facts(base_url: str, model: str | None, headers: dict[str, str] | None = None) -> HostFacts:
+    """What the host at ``base_url`` (its API root, ``.../v1``) says about itself."""
+    api = base_url.rstrip("/")
+    root = api[: -len("/v1")] if api.endswith("/v1") else api
+    kv = block = None
+    metrics = _get(root + "/metrics", headers or {})
+    if metrics is not None:
+        kv, block = cache_config(metrics.decode("utf-8", "replace"))
+    models = _get(api + "/models", headers or {})
+    return HostFacts(kv, block, served_context(models, model) if models is not None else None)
