@@ -25,11 +25,16 @@ from __future__ import annotations
 
 import re
 
-# Context-length refusals as each host words them (see docs/metrics.md for the sources).
+# Context-length refusals as each host words them (see docs/metrics.md for the sources; the engines' own wordings,
+# vLLM's, llama.cpp's and SGLang's, are listed in docs/real-engines.md and tests/clients/test_errors.py).
 _OVERFLOW = re.compile(
     rb"context_length_exceeded|maximum context length|context length exceeded|prompt is too long"
     rb"|exceeds the (?:available )?context (?:size|window)|too many tokens|input is too long"
-    rb"|reduce the length of the (?:messages|prompt)|max_tokens.{0,40}exceed|context window",
+    rb"|reduce the length of the (?:messages|prompt)|max_tokens.{0,40}exceed|context window"
+    rb"|exceed_context_size_error|larger than the max context size"  # llama.cpp
+    rb"|cannot be greater than max_model_len|exceeds the max_model_len|longer than the maximum model length"  # vLLM
+    rb"|min_tokens must be less than or equal to max_tokens"  # vLLM lowered max_tokens to fit, under min_tokens
+    rb"|longer than the model's context length",  # SGLang
     re.IGNORECASE,
 )
 
