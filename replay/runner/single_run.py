@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from time import perf_counter
 from typing import Any
 
 import aiohttp
@@ -39,7 +38,7 @@ from replay.runner.recipes import RecipeFacts, get_recipe, header_block
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
 from replay.runner.run_error import RunError
 from replay.runner.run_header import build_header
-from replay.runner.soak_jobs import side_jobs
+from replay.runner.soak_jobs import close_last_window, host_sampler, side_jobs
 from replay.verdict.judge import judge
 from replay.verdict.thresholds import ThresholdError, parse_all
 from replay.workload.history import HistoryPolicy
@@ -311,10 +310,11 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
             else:
                 _resume_into(writer, previous, header, truth_log)
             try:
-                jobs = side_jobs(spec, windows, writer, exporter, base_url)
+                sampler = host_sampler(spec, windows, base_url)
+                jobs = side_jobs(spec, windows, writer, exporter, sampler)
                 footer = event_loop.run(_loop(spec, workload, host, options, writer, stream, jobs, previous))
                 if windows is not None:
-                    writer.mark("window", windows.close(perf_counter()))  # the last one, cut at the end
+                    close_last_window(windows, writer, sampler)
             except KeyboardInterrupt:
                 footer = {"stop_reason": "interrupted"}
                 raise

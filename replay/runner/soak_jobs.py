@@ -7,31 +7,49 @@ import asyncio
 from time import perf_counter
 from typing import Any
 
+from replay import event_loop
 from replay.metrics.windows import WindowRecorder
 from replay.records.run_file import RunWriter
 from replay.reports.prometheus_export import PrometheusSink, serve_metrics
 from replay.runner.host_metrics import HostMetrics, endpoint
 
 
+def host_sampler(spec: Any, windows: WindowRecorder | None, base_url: str) -> HostMetrics | None:
+    """The sampler of the host's own metrics, its baseline taken now (before any call of the run), when asked."""
+    if windows is None or not spec.scrape_metrics:
+        return None
+    sampler = HostMetrics(endpoint(spec.scrape_metrics, base_url))
+    event_loop.run(sampler.sample())  # the baseline the first window's deltas count from
+    return sampler
+
+
+def close_last_window(windows: WindowRecorder, writer: RunWriter, sampler: HostMetrics | None) -> None:
+    """The last window, cut at the end of the run, with the host's metrics scraped as it closes (so the windows'
+    increases add up to the host's over the whole run)."""
+    if sampler is not None:
+        windows.host_metrics = event_loop.run(sampler.sample())
+    writer.mark("window", windows.close(perf_counter()))
+
+
 def side_jobs(
-    spec: Any, windows: WindowRecorder | None, writer: RunWriter, exporter: PrometheusSink | None, base_url: str
+    spec: Any,
+    windows: WindowRecorder | None,
+    writer: RunWriter,
+    exporter: PrometheusSink | None,
+    sampler: HostMetrics | None,
 ) -> list[Any]:
     jobs: list[Any] = []
     if windows is not None:
-        scrape = endpoint(spec.scrape_metrics, base_url) if spec.scrape_metrics else None
-        jobs.append(lambda: _close_windows(windows, writer, scrape))
+        jobs.append(lambda: _close_windows(windows, writer, sampler))
     if exporter is not None and spec.prometheus:
         address = spec.prometheus
         jobs.append(lambda: serve_metrics(exporter, address))
     return jobs
 
 
-async def _close_windows(windows: WindowRecorder, writer: RunWriter, scrape: str | None) -> None:
+async def _close_windows(windows: WindowRecorder, writer: RunWriter, sampler: HostMetrics | None) -> None:
     """Append each window's record as it closes (written and synced: a killed soak keeps every closed window),
     with the host's own metrics of the window when asked to scrape them."""
-    sampler = HostMetrics(scrape) if scrape else None
-    if sampler is not None:
-        await sampler.sample()  # the baseline the first window's deltas count from
     while True:
         await asyncio.sleep(max(windows.due() - perf_counter(), 0.0))
         if sampler is not None:

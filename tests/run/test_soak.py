@@ -76,6 +76,24 @@ def test_scrape_metrics_keeps_the_hosts_prefix_cache_counters_per_window(tmp_pat
     assert 0.5 * prompt < queried <= prompt  # the host's queried tokens, window by window (the last may be cut)
 
 
+def test_the_last_window_is_scraped_as_it_closes(tmp_path: Path) -> None:
+    """A run that ends mid-window: its last window is scraped too, so the windows' increases of the host's counters
+    add up to what the host counted over the run (the simulated host counts as the run's records do)."""
+    out = tmp_path / "run.jsonl"
+    res = CliRunner().invoke(main, ["run", str(_workload(tmp_path)), "-c", "4", "--sim-profile", "fast",
+                                    "--tasks", "8", "--window", "1", "--scrape-metrics", "auto", "--out", str(out),
+                                    "-q", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    summary = orjson.loads(res.stdout)
+    windows = [orjson.loads(line) for line in out.read_bytes().splitlines() if b'"type":"window"' in line]
+    scraped = [w["host_metrics"] for w in windows]
+    assert len(scraped) >= 2 and "error" not in scraped[-1]
+    requests = [r for line in out.read_bytes().splitlines() if (r := orjson.loads(line))["type"] == "request"]
+    assert sum(m.get("prefix_cache_queries", 0) for m in scraped) == sum(r["prompt_tokens"] for r in requests)
+    assert sum(m.get("generation_tokens", 0) for m in scraped) == sum(r["output_tokens"] for r in requests)
+    assert sum(r["prompt_tokens"] for r in requests) == summary["totals"]["prompt_tokens"]
+
+
 def test_parse_reads_each_figure_once_whatever_the_aliases() -> None:
     text = (
         "# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc 0.5\n"
