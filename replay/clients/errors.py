@@ -17,7 +17,7 @@
 | ``malformed_stream`` | the stream could not be understood (invalid JSON, an unexpected shape) |
 | ``bad_usage`` | the host's token counts are not plausible non-negative integers that add up |
 | ``incomplete`` | the stream closed before the flavour's final event |
-| ``empty`` | the stream ended without any output token |
+| ``empty`` | the stream ended without any output token, and the host's usage counted none |
 | ``cancelled`` | the run stopped before the host finished |
 """
 

@@ -309,3 +309,51 @@ async def test_an_answer_past_the_limit_is_cut_classified_and_its_connection_clo
     assert rec.error == "response_too_large" and "1,000,000" in rec.error_detail
     assert 1 <= rec.output_events <= 1_000_000 // len(piece)  # what came before the limit was read
     assert sum(written) < 20_000_000  # the host stopped: the client closed the connection at the cut
+
+
+def vllm_usage(prompt: int, cached: int, created: int, output: int) -> bytes:
+    """vLLM 0.32's last chunk with --enable-prompt-tokens-details (as it streamed here)."""
+    usage = {"prompt_tokens": prompt, "total_tokens": prompt + output, "completion_tokens": output,
+             "prompt_tokens_details": {"cached_tokens": cached, "created_cache_tokens": created}}  # fmt: skip
+    return b"data: " + orjson.dumps({"object": "chat.completion.chunk", "choices": [], "usage": usage}) + b"\n\n"
+
+
+async def test_vllms_created_cache_tokens_are_cache_write_tokens(crafted_server) -> None:
+    parts = [chunk({"role": "assistant", "content": ""}), chunk({"content": " a"}), chunk({"content": " b"}, "length"),
+             vllm_usage(1661, 0, 1536, 2), b"data: [DONE]\n\n"]  # fmt: skip
+    url, runner = await crafted_server(parts)
+    try:
+        rec = await call(url, max_tokens=2)
+    finally:
+        await runner.cleanup()
+    assert rec.error is None
+    assert (rec.prompt_tokens, rec.cached_tokens, rec.cache_write_tokens, rec.output_tokens) == (1661, 0, 1536, 2)
+
+
+async def test_an_answer_the_host_counts_but_sends_no_text_of_is_no_error(crafted_server) -> None:
+    """Only empty-text chunks, while the host reports 2 output tokens (llama-server holds back an unfinished UTF-8
+    character; vLLM was seen doing the same): the call succeeded, its answer is empty (answer checks say so)."""
+    parts = [chunk({"role": "assistant", "content": ""}), chunk({"content": ""}), chunk({"content": ""}, "length"),
+             vllm_usage(40, 0, 0, 2), b"data: [DONE]\n\n"]  # fmt: skip
+    url, runner = await crafted_server(parts)
+    try:
+        rec = await call(url, max_tokens=2)
+    finally:
+        await runner.cleanup()
+    assert rec.error is None, (rec.error, rec.error_detail)
+    assert rec.output_tokens == 2 and rec.output_events == 0 and rec.t_first_token is None
+
+
+async def test_a_stream_without_tokens_or_a_count_of_them_is_empty(crafted_server) -> None:
+    parts = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({}, "stop"),
+        vllm_usage(40, 0, 0, 0),
+        b"data: [DONE]\n\n",
+    ]
+    url, runner = await crafted_server(parts)
+    try:
+        rec = await call(url, max_tokens=2)
+    finally:
+        await runner.cleanup()
+    assert rec.error == "empty"

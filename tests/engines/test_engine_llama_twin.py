@@ -13,7 +13,6 @@ the test is skipped with the drift instead of failing: it would be measuring the
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -39,18 +38,6 @@ TOLERANCE = {"total_tps": 0.30, "ttft_p50_s": 0.35}  # docs/twin.md: what this e
 DRIFT = 1.5  # the host's own speed may change this much between the probe and the measurement
 
 
-def _only_held_back_answers(run_dir: Path) -> bool:
-    """Whether the probe's only failed calls are short answers the engine sent without any text although it says
-    it generated their tokens (``empty``, with output tokens in its usage): llama-server holds back the bytes of
-    an unfinished UTF-8 character, and this random-weight model's 1- to 3-token answers can end inside one (seen
-    once in 140 calls of a pass). At most two such calls; any other failure fails the test."""
-    failed = [r for f in run_dir.glob("*.jsonl") for line in f.read_text().splitlines()
-              if (r := json.loads(line)).get("type") == "request" and r.get("error")]  # fmt: skip
-    held_back = [r for r in failed if r["error"] == "empty" and (r.get("output_tokens") or 0) > 0
-                 and (r.get("max_tokens") or 99) <= 3]  # fmt: skip
-    return len(held_back) == len(failed) <= 2
-
-
 def test_the_twin_of_llama_server_predicts_an_unprobed_concurrency(engine, tmp_path):  # noqa: F811
     paths = [str(agent_workload(tmp_path / "agents.jsonl"))]
     workload = load_workload(paths)
@@ -62,7 +49,9 @@ def test_the_twin_of_llama_server_predicts_an_unprobed_concurrency(engine, tmp_p
     assert (result.max_num_seqs, result.max_num_seqs_found) == (PARALLEL, True)
     assert result.ratio > 1.1  # its tokenizer, trained on a little Python, needs more tokens than cl100k
     assert result.context_accepted is not None and result.context_accepted * result.ratio <= 16384 / PARALLEL
-    assert all(p.errors == 0 for p in result.phases[1:]) or _only_held_back_answers(tmp_path)
+    # A short answer llama-server sends no text of (an unfinished UTF-8 character held back) while counting its
+    # tokens is a success (its answer check says empty), no longer an error: every call succeeds.
+    assert all(p.errors == 0 for p in result.phases[1:])
     assert result.elapsed_s <= PROBE_S + 10
     assert CONCURRENCY not in {lv["concurrency"] for lv in result.levels}
     write_twin(tmp_path / "twin.toml", result.twin_fields(), result.public())

@@ -159,8 +159,8 @@ class Flavour(StreamReader):
         if not st.ended:
             detail = f"the stream ended without {self.end_marker}"
             return "incomplete", detail + (f" (trailing bytes: {excerpt(tail, 80)})" if tail else "")
-        if st.events == 0:
-            return "empty", "no output tokens in the stream"
+        if st.events == 0 and not (st.usage is not None and st.usage.output):
+            return "empty", "no output tokens in the stream, and the host counted none"
         return None
 
     end_marker = "its final event"

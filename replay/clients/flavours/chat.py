@@ -242,11 +242,14 @@ def openai_usage(st: StreamState) -> usage_mod.Usage:
         if cached is None and isinstance(st.timings, dict):
             cached = st.timings.get("cache_n")  # llama.cpp reports the reused prefix here
         out_details = usage_mod.sub(last, "completion_tokens_details")
+        write = details.get("cache_write_tokens")
+        if write is None:
+            write = details.get("created_cache_tokens")  # vLLM's name: prompt tokens newly written to its cache
         return usage_mod.build(
             last,
             prompt=last.get("prompt_tokens"),
             cached=cached,
-            cache_write=details.get("cache_write_tokens"),
+            cache_write=write,
             output=last.get("completion_tokens"),
             reasoning=out_details.get("reasoning_tokens"),
         )
