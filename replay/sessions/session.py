@@ -80,13 +80,15 @@ async def _pause(stop: asyncio.Event, seconds: float) -> float:
     return clock.now() - start
 
 
-def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list[Message]:
-    """The first user message prefixed with a per-run, per-task tag.
+def _salted(messages: list[Message], salt: str, builder: MessageBuilder, role: str = "user") -> list[Message]:
+    """The first message of ``role`` (with string content) prefixed with a tag: the run's and task's for the first
+    user message, the run's alone for the first system message.
 
     Real agents never share a task, but a run with more sessions than trajectories replays some trajectories
-    several times at once, and a host keeps its cache from one run to the next; without the tag the host would
-    serve copies from each other's (or the last run's) cache and look faster than it is. The system prompt
-    before it stays shared, as it is across real agents.
+    several times at once, and a host keeps its cache from one run to the next; without the tags the host would
+    serve copies from each other's (or the last run's) cache and look faster than it is. The system prompt carries
+    the run's tag only, so within a run it stays shared, as it is across real agents, but never with an earlier
+    run's (a warm server served 82 % of each task's first call from the previous run when it was left untagged).
 
     The tag is spliced into the message's wire bytes and its own tokens are added to the message's count: a first
     message of 800 KB is neither decoded nor re-counted (that took seconds on the event loop).
@@ -95,11 +97,11 @@ def _salted(messages: list[Message], salt: str, builder: MessageBuilder) -> list
     tag = orjson.dumps(salt)[1:-1]  # the tag as it reads inside a JSON string
     tag_tokens = len(builder.tokenizer.encode(salt))
     for i, m in enumerate(out):
-        if m.role != "user":
+        if m.role != role:
             continue
         at = string_content_at(m.wire)
         if at is not None:
-            out[i] = Message(m.wire[:at] + tag + m.wire[at:], m.tokens + tag_tokens, role="user")
+            out[i] = Message(m.wire[:at] + tag + m.wire[at:], m.tokens + tag_tokens, role=role)
             break
     return out
 
@@ -132,6 +134,7 @@ class _Agent:
         ctx = self.ctx
         if turn.index == 0 and not self.base and ctx.salt and ctx.builder is not None:
             append = _salted(append, f"[replay {ctx.salt} task {self.task}]\n", ctx.builder)
+            append = _salted(append, f"[replay {ctx.salt}]\n", ctx.builder, role="system")
         if turn.truncate_to is not None:
             self.context.truncate(len(self.base) + turn.truncate_to)  # a forked subagent truncates only its own
         reusable = self.context.tokens  # the previous request plus its output (or the inherited base)

@@ -15,6 +15,7 @@ from replay.metrics.summary import steady_window, summarize
 from replay.metrics.truth_compare import client_token_times, host_token_times
 from replay.records.reader import read_run
 from replay.reports.text_report import to_json, to_text
+from replay.runner.embedded_host import embedded_host
 from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.verdict.judge import judge
@@ -262,6 +263,26 @@ def test_task_salt_keeps_copies_of_a_trajectory_from_sharing_cache(tmp_path: Pat
         assert bool(run.footer["salt"]) is salt  # a fresh nonce per run: no cache carried over between runs
     # unsalted, the copy is served almost entirely from the first task's cache; salted, only the system prompt
     assert first_cached[False] > 200 > first_cached[True]
+
+
+def test_a_later_run_is_not_served_from_an_earlier_runs_cache(tmp_path: Path) -> None:
+    """One host kept warm across two runs of the same trajectory: the system prompt carries the run's tag, so the
+    second run's first call shares no cached block with the first run's (it shared the whole system prompt)."""
+    path = tmp_path / "one.jsonl"
+    turns = simple_turns(2, output_tokens=8)
+    turns[0]["append"][0]["content"] = "You are a careful coding agent. " + "Follow the house rules. " * 100
+    write_trajectory(path, "one", turns)
+    cached = []
+    with embedded_host("fast") as sim:
+        for i in range(2):
+            load = LoadConfig(concurrency=1, tasks=1, tool_time=ToolTimePolicy.parse("none"))
+            spec = RunSpec(trajectories=[str(path)], host=sim.base_url, model="m", out=str(tmp_path / f"{i}.jsonl"),
+                           progress=False, load=load)  # fmt: skip
+            run = read_run(execute(spec).path)
+            first = next(r for r in run.requests if r.turn == 0)
+            assert first.error is None and first.prompt_tokens > 500
+            cached.append(first.cached_tokens)
+    assert cached[1] < 32, cached  # at most the chat template's opening block: the system prompt is not shared
 
 
 def test_rate_limit_spaces_call_starts_across_sessions(tmp_path: Path) -> None:

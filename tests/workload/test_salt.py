@@ -34,3 +34,11 @@ def test_a_message_whose_content_is_not_a_string_is_not_tagged() -> None:
     b = _builder()
     msgs = [b.message({"role": "user", "content": [{"type": "text", "text": "only parts"}]})]
     assert _salted(msgs, "[t]\n", b)[0] is msgs[0]
+
+
+def test_the_system_prompt_gets_the_runs_tag() -> None:
+    b = _builder()
+    msgs = [b.message({"role": "system", "content": "You are careful."}), b.message({"role": "user", "content": "go"})]
+    out = _salted(msgs, "[replay abc]\n", b, role="system")
+    assert orjson.loads(out[0].wire)["content"] == "[replay abc]\nYou are careful." and out[0].role == "system"
+    assert out[1] is msgs[1]
