@@ -6,6 +6,8 @@ A report uses these samples to say when the client, not the host, was the bottle
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 from collections.abc import Callable
 from time import perf_counter
@@ -43,6 +45,15 @@ class ClientMonitor:
                 "cpu_s": time.process_time() - cpu0,
                 "lag_p99_ms": 1000 * lags[min(len(lags) - 1, int(0.99 * len(lags)))],
                 "lag_max_ms": 1000 * lags[-1],
+                "load1": _load1(),  # the machine's: whether others had the cores when the loop lagged
+                "cores": os.cpu_count(),
             }
         )
         self.lags.clear()
+
+
+def _load1() -> float | None:
+    """The machine's 1-minute load average (None where the platform has none)."""
+    with contextlib.suppress(OSError, AttributeError):
+        return round(os.getloadavg()[0], 2)
+    return None

@@ -250,8 +250,13 @@ def _totals(acc: Accumulator) -> dict[str, int]:
 def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> dict[str, Any]:
     """Was the client itself the bottleneck? CPU share of one core, event-loop lag, and the wait between a
     call beginning and its bytes leaving (the client's own queue, plus opening a connection when one must).
+
+    The client is ``saturated`` only when its own CPU says so (over SATURATED_CPU_SHARE of a core). An event loop
+    that lagged over SATURATED_LAG_MS while the process used less is ``held_up``: the machine was busy (other
+    processes, a host on the same machine among them, had the cores: ``machine_load``, the highest 1-minute load
+    average sampled, on ``cores``), and more workers would not help.
     A run over worker processes (``--workers``) is judged per worker: its CPU share and lag are the busiest
-    worker's, it is saturated when any worker is, and ``workers`` lists each one."""
+    worker's, it is saturated (held up) when any worker is, and ``workers`` lists each one."""
     inside = [s for s in samples if s["t"] in win] or samples
     by_worker: dict[Any, list[dict[str, Any]]] = {}
     for s in inside:
@@ -259,11 +264,15 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> dic
     each = [{"worker": k, **_process_load(v)} for k, v in sorted(by_worker.items(), key=lambda kv: str(kv[0]))]
     shares = [e["cpu_share"] for e in each if e["cpu_share"] is not None]
     lags = [e["loop_lag_p99_ms"] for e in each if e["loop_lag_p99_ms"] is not None]
+    loads = [s["load1"] for s in inside if s.get("load1") is not None]
     out = {
         "cpu_share": max(shares, default=None),
         "loop_lag_p99_ms": max(lags, default=None),
         "send_wait_s": _percentiles(acc.hist["send_wait"], (50, 99), US),
         "saturated": any(e["saturated"] for e in each),
+        "held_up": any(e["held_up"] for e in each),
+        "machine_load": max(loads, default=None),
+        "cores": max((s["cores"] for s in inside if s.get("cores")), default=None),
     }
     if len(each) > 1 or (each and each[0]["worker"] is not None):
         out["workers"] = each
@@ -276,7 +285,6 @@ def _process_load(samples: list[dict[str, Any]]) -> dict[str, Any]:
     cpu = sum(s["cpu_s"] for s in samples)
     lag = max((s["lag_p99_ms"] for s in samples), default=None)
     share = cpu / wall if wall else None
-    saturated = bool(
-        (share is not None and share > SATURATED_CPU_SHARE) or (lag is not None and lag > SATURATED_LAG_MS)
-    )
-    return {"cpu_share": share, "loop_lag_p99_ms": lag, "saturated": saturated}
+    saturated = share is not None and share > SATURATED_CPU_SHARE
+    held_up = not saturated and lag is not None and lag > SATURATED_LAG_MS
+    return {"cpu_share": share, "loop_lag_p99_ms": lag, "saturated": saturated, "held_up": held_up}

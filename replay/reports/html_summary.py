@@ -133,6 +133,13 @@ def client(rep: RunReport) -> Section:
             "The client itself was the bottleneck: figures may understate the host. Lower --concurrency, or raise "
             "--workers (one process per core)."
         )
+    elif cl.get("held_up"):
+        load = cl.get("machine_load")
+        body += note(
+            f"The machine was busy (load {'-' if load is None else f'{load:.1f}'} on {cl.get('cores') or '?'} cores): "
+            "the client's event loop lagged while it used little CPU, so timings may include that wait. Other "
+            "processes had the cores; more --workers would not help."
+        )
     return Section("client", "Client", body)
 
 

@@ -194,15 +194,19 @@ def _client(cl: dict[str, Any]) -> list[str]:
     workers = cl.get("workers") or []
     busiest = f"{len(workers)} worker processes, the busiest " if workers else ""
     if cl["saturated"]:
-        busy = cl["cpu_share"] is not None and cl["cpu_share"] > 0.85
-        cause = (f"its CPU was {_pct(cl['cpu_share'])} of a core" if busy
-                 else f"its event loop lagged {_s(lag, 'n')} ms (p99): this process was held up")  # fmt: skip
+        cause = f"its CPU was {_pct(cl['cpu_share'])} of a core"
         if workers:
             names = ", ".join(str(w["worker"]) for w in workers if w["saturated"])
-            cause = f"worker {names} of {len(workers)}: " + cause.replace("this process", "that worker")
+            cause = f"worker {names} of {len(workers)}: " + cause
         lines = [
             f"WARNING: the client was the bottleneck ({cause}); figures may understate the host.",
             "  Lower --concurrency, or raise --workers (up to the machine's cores).",
+        ]
+    elif cl.get("held_up"):
+        lines = [
+            f"WARNING: the machine was busy ({_machine_load(cl)}): the client's event loop lagged {_s(lag, 'n')} ms"
+            f" (p99) while it used {_pct(cl['cpu_share'])} of a core; timings may include that wait.",
+            "  Other processes had the cores (a host on this machine among them): more --workers would not help.",
         ]
     elif cl["cpu_share"] is not None:
         lines = [
@@ -217,6 +221,13 @@ def _client(cl: dict[str, Any]) -> list[str]:
             f"  send wait (call begun to bytes sent, not in TTFT): p50 {_s(wait['p50'])}, p99 {_s(wait['p99'])}"
         )
     return lines
+
+
+def _machine_load(cl: dict[str, Any]) -> str:
+    load, cores = cl.get("machine_load"), cl.get("cores")
+    if load is None:
+        return "its load was not sampled"
+    return f"load {load:.1f}" + (f" on {cores} cores" if cores else "")
 
 
 def _truth_lines(tr: dict[str, Any]) -> list[str]:
