@@ -24,6 +24,7 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
     paths = [base.with_name(f"{base.stem}.{slug(t.label, i)}.jsonl") for i, t in enumerate(targets)]
     for t, p in zip(targets, paths, strict=True):  # each host's truth log (a sim's) beside its own run file
         t.spec.out, t.spec.progress, t.spec.sim_truth_log = str(p), not quiet, None
+    agree(targets)
     at_once = opts["hosts_at_once"]
     if not quiet:
         click.echo(f"replay: {opts['concurrency']} sessions against {len(targets)} hosts, "
@@ -46,3 +47,18 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
     if not quiet:
         click.echo(f"run files: {', '.join(map(str, paths))}; comparison: {index} (replay report {index})", err=True)
     sys.exit(max(r.exit_code for r in results))  # the worst run's verdict (replay.verdict.judge)
+
+
+def agree(targets: list[Any]) -> None:
+    """So that the hosts' answers can be compared (replay.metrics.agreement): every host gets the same prompts (one
+    nonce in the run's tags for all: hosts never share a cache) and each run keeps its answers' text, unless the
+    answer checks are off."""
+    import dataclasses
+    import uuid
+
+    if any(t.spec.check_answers is False for t in targets):
+        return
+    nonce = uuid.uuid4().hex[:12]
+    for t in targets:
+        t.spec.keep_answers = True
+        t.spec.load = dataclasses.replace(t.spec.load, salt_nonce=nonce)

@@ -139,6 +139,11 @@ def probe(
     finally:
         if not runs:
             shutil.rmtree(directory, ignore_errors=True)
+    if result.kv_source == "at least":  # a bound is never written as a measurement: a twin would predict with it
+        click.echo(f"Error: the cache phase ran out of time before the host's cache was full: its KV cache holds at "
+                   f"least {result.kv_tokens:,} host tokens, a bound, not a measurement; no twin written. Give a "
+                   "longer --duration, or --kv-tokens N (the engine's log states it).", err=True)  # fmt: skip
+        sys.exit(3)
     _write(path, result, opts["host"], runner.model or opts["model"], opts["api"], workload, seconds)
     if as_json:
         import orjson
@@ -179,8 +184,7 @@ def summary(result: Any, out: str, host: str, model: str | None) -> str:
     step1 = c.decode_s(1, ctx)
     phases = ", ".join(f"{p.name} {p.used_s:.0f} s ({p.calls} calls, {p.stopped})" for p in result.phases)
     found = {True: "measured", False: "at least: not reached"}
-    kv_note = {"measured": "measured", "given": "given", "at least": "at least: the cache phase ran out of time; "
-               "give --kv-tokens if the engine's log says more"}  # fmt: skip
+    kv_note = {"measured": "measured", "given": "given", "host": "as the host states it"}
     lines = [
         f"twin of {host} (model {model or '?'}): {out}",
         f"  probe: {result.elapsed_s:.0f} s: {phases}",
@@ -190,6 +194,8 @@ def summary(result: Any, out: str, host: str, model: str | None) -> str:
         f"{1e12 * c.attn_pair_s:.1f} ps per attended pair; step overhead {1000 * c.overhead_s:.2f} ms",
         f"  running cap {result.max_num_seqs} ({found[result.max_num_seqs_found]}); KV cache {result.kv_tokens:,} "
         f"host tokens ({kv_note[result.kv_source]}); {r:.3f} host tokens per client token",
+        f"  cache block {result.facts.block_size or 'not stated: 16 client tokens assumed'}, served context "
+        f"{result.facts.max_model_len or 'not stated'} (host tokens, as the host says)",
         f"  fit: TTFT rms {100 * result.fit.prefill_rms:.1f} %, decode rms {100 * result.fit.decode_rms:.1f} %, "
         f"worst {100 * result.fit.worst:.1f} % over {len(result.prefill)} + {len(result.decode)} points",
         f"  use it: replay run --sim-profile-file {out}",

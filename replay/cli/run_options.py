@@ -78,6 +78,14 @@ REQUEST = [
         "length.",
     ),
     click.option(
+        "--check-answers/--no-check-answers",
+        default=None,
+        help="Judge every answer (record field answer_check, summary key answers). By default the checks that cost "
+        "nothing run: the asked length against the served one (and why not: stop, lowered), tool calls against "
+        "their schema, empty answers. --check-answers also reads the text for degenerate (repeating) answers: "
+        "every event decoded, about 2 ms more CPU per 500-token answer. --no-check-answers: none.",
+    ),
+    click.option(
         "--extra-body",
         help="JSON object merged into every request body; {session} and {task} in a value are filled per call "
         '(e.g. \'{"prompt_cache_key": "replay-{task}"}\').',
@@ -504,6 +512,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         baseline_tolerance=_fraction(opts.get("baseline_tolerance") or "10%", "--baseline-tolerance"),
         abort_on_fail=opts["abort_on_fail"],
         force_output_length=opts["force_output_length"],
+        check_answers=opts.get("check_answers"),
         extra_body=_json_object(opts["extra_body"], "--extra-body"),
         request_timeout_s=_seconds(opts, "request_timeout") or 600.0,
         stall_timeout_s=_seconds(opts, "stall_timeout") or 120.0,

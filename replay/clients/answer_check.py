@@ -158,16 +158,15 @@ def answer_check(
     served: int | None,
     finish: str | None,
     text: str | None,
-    calls: Sequence[ToolCall] | None,
+    calls: Sequence[ToolCall],
     declared: Sequence[dict[str, Any]] | None,
+    answered: bool,
 ) -> dict[str, Any]:
-    """The record's ``answer_check``: ``length`` always; the rest when the text was read (``text`` not None)."""
-    out: dict[str, Any] = {"length": length_check(asked, served, finish)}
-    if text is None:
-        return out | {"tool_calls": None, "degenerate": None, "empty": None}
-    calls = calls or ()
-    return out | {
+    """The record's ``answer_check``: ``length``, ``tool_calls`` and ``empty`` always (``answered``: an answer-bearing
+    event came); ``degenerate`` when the text was read (``text`` not None), else None."""
+    return {
+        "length": length_check(asked, served, finish),
         "tool_calls": tool_calls_check(calls, declared),
-        "degenerate": degenerate(text),
-        "empty": not text.strip() and not calls,
+        "degenerate": degenerate(text) if text is not None else None,
+        "empty": not (text.strip() if text is not None else answered) and not calls,
     }

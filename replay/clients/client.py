@@ -13,6 +13,7 @@ from typing import Any
 
 from replay.clients import provider_fields
 from replay.clients.affinity import Affinity
+from replay.clients.answer_check import ToolCall, answer_check
 from replay.clients.body import Body
 from replay.clients.errors import http_error_class
 from replay.clients.flavours.anthropic import AnthropicFlavour
@@ -78,9 +79,10 @@ class HostClient:
         conversation: Conversation | None = None,
         context: Sequence[Message] = (),
         collect: bool = False,
+        tools: Sequence[dict[str, Any]] | None = None,
     ) -> dict[str, str] | None:
         """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen. With ``collect``,
-        returns the host's answer text (for live history)."""
+        returns the host's answer text (for live history). ``tools``: those the request declared (answer checks)."""
         got = Received()
         headers = {**self._headers, "X-Request-Id": rec.id}
         if self.affinity:
@@ -97,8 +99,12 @@ class HostClient:
             self._headers_to(rec, got)
             self.flavour.after_call(conversation, None, context)
             return None
-        st = await self._interpret(got, rec, collect)
+        options = self.flavour.options
+        read_text = collect or options.check_answers == "all" or options.keep_answers
+        st = await self._interpret(got, rec, read_text)
         self._fill(rec, got, st)
+        if rec.error is None:
+            self._judge(rec, st, tools)
         self.flavour.after_call(conversation, st if rec.error is None else None, context)
         if collect and st.text is not None:
             return {"content": "".join(st.text), "reasoning": "".join(st.reasoning_text or ())}
@@ -117,6 +123,7 @@ class HostClient:
     def _fill(self, rec: RequestRecord, got: Received, st: StreamState) -> None:
         rec.t_first_token, rec.t_first_answer, rec.t_last_token = st.first_token, st.first_answer, st.last_token
         rec.output_events, rec.chunks, rec.finish_reason = st.events, st.chunks, st.finish_reason
+        rec.length_asked, rec.length_served = rec.max_tokens, st.usage.output if st.usage is not None else None
         u = st.usage
         if u is not None:
             rec.prompt_tokens, rec.cached_tokens, rec.cache_write_tokens = u.prompt, u.cached, u.cache_write
@@ -133,6 +140,19 @@ class HostClient:
         if failed is not None:
             rec.error, detail = failed
             rec.error_detail = self._scrub(detail)
+
+    def _judge(self, rec: RequestRecord, st: StreamState, tools: Sequence[dict[str, Any]] | None) -> None:
+        """The answer checks, once the stream is read: off the per-read path, a few microseconds a call unless the
+        text is checked too (docs/benchmarks.md)."""
+        options = self.flavour.options
+        text = "".join(st.text) if st.text is not None else None
+        if options.check_answers != "off":
+            calls = [ToolCall(name, "".join(args)) for name, args in (st.tool_calls or {}).values()]
+            rec.answer_check = answer_check(rec.max_tokens, rec.output_tokens, rec.finish_reason,
+                                            text if options.check_answers == "all" else None, calls, tools,
+                                            answered=st.first_answer is not None)  # fmt: skip
+        if options.keep_answers:
+            rec.answer_text = self._scrub(text) if text is not None else None
 
     @staticmethod
     def _tail(got: Received) -> bytes:

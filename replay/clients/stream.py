@@ -53,8 +53,11 @@ class StreamState:
     served: dict[str, Any] = field(default_factory=dict)  # what the host says about itself (model, tier, ...)
     timings: Any = None  # server-side timings the host sent
     response_id: str | None = None
-    text: list[str] | None = None  # answer text, when collected (live history)
+    text: list[str] | None = None  # answer text, when collected (live history, --check-answers)
     reasoning_text: list[str] | None = None
+    # Tool calls as streamed: key (the host's index) -> [name, argument pieces]. Always kept: their events are
+    # decoded whatever the mode (no fast path counts them), so keeping them costs nothing more.
+    tool_calls: dict[Any, list[Any]] | None = None
 
     def add(self, t: float, t_sent: float, n: int, answer: bool) -> None:
         """Account ``n`` token-bearing events that arrived in the read at ``t``."""
@@ -97,6 +100,17 @@ class StreamState:
         """Note the first thing that could not be understood (the call then fails as ``malformed_stream``)."""
         if self.malformed is None:
             self.malformed = f"{problem}: {excerpt(data, 120)}" if data else problem
+
+    def tool_piece(self, key: Any, name: Any, arguments: Any) -> None:
+        """Part of a tool call: its name (when this event says it) and a piece of its arguments' text."""
+        if self.tool_calls is None:
+            self.tool_calls = {}
+        key = key if isinstance(key, int | str) else repr(key)[:40]  # whatever the host sent as its index
+        call = self.tool_calls.setdefault(key, ["", []])
+        if isinstance(name, str) and name:
+            call[0] = name
+        if isinstance(arguments, str) and arguments:
+            call[1].append(arguments)
 
     def collect(self, answer: bool, text: Any) -> None:
         if isinstance(text, str):  # both lists are made together when the text is collected (live history)

@@ -8,6 +8,7 @@ of a sharded run (``replay.scale.workers``), which decides the phases for its wo
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,9 @@ class LoadConfig:
     seed: int = 0
     drain_timeout_s: float = 60.0
     salt_tasks: bool = True  # every task run a distinct conversation (no cross-session cache sharing of copies)
+    # The run's nonce in those tags (None: a fresh one). Hosts compared side by side share one, so they get
+    # identical prompts and their answers can be compared (replay.metrics.agreement); they never share a cache.
+    salt_nonce: str | None = None
     rate_limit: tuple[int, float] | None = None  # at most N calls started per period (s), across all sessions
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     on_error: str = "continue"  # continue | end-task | abort
@@ -97,3 +101,8 @@ class TaskOrder:
             self._next += 1
         self._next += 1
         return next(self._order)
+
+
+def run_nonce(load: LoadConfig) -> str | None:
+    """The nonce of the run's tags (replay.sessions.session._salted): given, or fresh; None without tags."""
+    return (load.salt_nonce or uuid.uuid4().hex[:12]) if load.salt_tasks else None

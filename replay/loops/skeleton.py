@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from replay.clients.client import HostClient
 from replay.clock import now
 from replay.loops.client_monitor import ClientMonitor
 from replay.loops.live import LiveState, print_progress
-from replay.loops.load import LoadConfig, RunPlan, TaskOrder
+from replay.loops.load import LoadConfig, RunPlan, TaskOrder, run_nonce
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, drain, run_checks, until_stop
@@ -74,7 +73,7 @@ class LoadModel:
 
     def salt(self, load: LoadConfig) -> str | None:
         """The run's nonce (every task a distinct conversation), or None when tasks are not salted."""
-        return uuid.uuid4().hex[:12] if load.salt_tasks else None
+        return run_nonce(load)
 
     def rng(self, load: LoadConfig) -> random.Random:
         """The sessions' seeded draws (backoff jitter, drawn tool pauses)."""

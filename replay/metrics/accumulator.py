@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.metrics.answer_tally import AnswerTally
 from replay.metrics.histogram import HIGHEST, Histogram
 from replay.metrics.host.host_tally import HostTally
 from replay.metrics.recipes.recipe_tally import RecipeTally
@@ -123,6 +124,7 @@ class Accumulator:
         self.host = HostTally(card)  # what the host said about itself; ``card`` prices each request as it comes
         self.recipe = RecipeTally()  # the AgentX, validity and intended-start figures (docs/recipes.md)
         self.tasks = TaskTally()  # the tasks that ended (per-task figures)
+        self.answers = AnswerTally()  # the answers' checks (the summary's ``answers``)
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
@@ -149,6 +151,7 @@ class Accumulator:
         self._tokens(r, token_key)
         self.host.add(r, measured)
         self.recipe.add(r, measured)
+        self.answers.add(r)
         if measured:
             self._measured(r)
 
@@ -231,6 +234,7 @@ class Accumulator:
         self.host.merge(other.host, counts=True, calls=measured)
         self.recipe.merge(other.recipe, counts=True, calls=measured)
         self.tasks.merge(other.tasks)
+        self.answers.merge(other.answers)
         if measured:
             self._merge_calls(other)
 
@@ -263,6 +267,7 @@ class Accumulator:
             "host": self.host.encode(),
             "recipe": self.recipe.encode(),
             "tasks_ended": self.tasks.encode(),
+            "answers": self.answers.encode(),
         }
 
     @classmethod
@@ -278,6 +283,7 @@ class Accumulator:
         acc.host = HostTally.decode(data.get("host"))
         acc.recipe = RecipeTally.decode(data.get("recipe"))
         acc.tasks = TaskTally.decode(data.get("tasks_ended"))
+        acc.answers = AnswerTally.decode(data.get("answers"))
         return acc
 
 

@@ -8,8 +8,8 @@ trajectory, turn and subagent; only first attempts that both hosts answered, wit
 (``answer_text``), count.
 
 ``exact_share``: the pairs whose answers are identical. ``first_divergence_mean``: over the pairs that differ, the
-mean position of the first differing token: the tokens (replay's tokenizer, the same for both hosts) of the text
-the two answers share before their first differing character. None when every pair agrees.
+mean position (0-based) of the first differing token, both answers tokenized by replay's tokenizer (the same for
+both hosts, whatever theirs). None when every pair agrees.
 """
 
 from __future__ import annotations
@@ -65,7 +65,10 @@ def agreement(a: Iterable[Answered], b: Iterable[Answered], tokenizer: Tokenizer
     for k in keys:
         ta, tb = answers_a[k], answers_b[k]
         if ta != tb:
-            positions.append(len(tok.encode(ta[: first_difference(ta, tb)])))
+            cut = first_difference(ta, tb)  # the tokens before the one holding the first differing character agree
+            ka, kb = tok.encode(ta[: cut + 64]), tok.encode(tb[: cut + 64])
+            same = (i for i, (x, y) in enumerate(zip(ka, kb, strict=False)) if x != y)
+            positions.append(next(same, min(len(ka), len(kb))))
     return out | {
         "exact_share": (len(keys) - len(positions)) / len(keys),
         "first_divergence_mean": sum(positions) / len(positions) if positions else None,

@@ -143,6 +143,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
         "breakdown": breakdown_figures(acc),
         **provider_figures(acc, run),
         "warmup_requests": acc.recipe.counts["warmup"],  # primers and warm-up calls: in no other figure
+        "answers": acc.answers.figures(bool((run.header.get("request") or {}).get("force_output_length"))),
     }
     return summary | recipe_figures(run, summary, acc, win)
 

@@ -70,6 +70,11 @@ class RequestRecord:
     phase: str = "measured"  # warmup: a primer or warm-up call (max_tokens 1), left out of every figure
     t_intended: float | None = None  # when the call was meant to start (open loop: the session's arrival)
     prefix_seen_tokens: int | None = None  # leading tokens an earlier call of the same session tree sent
+    length_asked: int = 0  # output tokens asked for (max_tokens)
+    length_served: int | None = None  # output tokens the host says it produced (None: it did not say)
+    # The answer judged after the stream closed (replay.clients.answer_check): length, tool_calls, degenerate, empty
+    answer_check: dict[str, Any] | None = None
+    answer_text: str | None = None  # the answer itself, kept only to compare hosts (replay run --host A --host B)
 
     @property
     def ok(self) -> bool:

@@ -51,7 +51,7 @@ def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> st
     lines.append(_row("inter-token latency", s["itl_s"], ("p50", "p95", "p99")))
     lines.append(_row("per-user decode tok/s", s["user_decode_tps"], ("p25", "p50", "p75"), unit="tps"))
     lines.append(_row("per-user tok/s incl. wait", s["user_output_tps_incl_wait"], ("p25", "p50"), unit="tps"))
-    lines += _throughput(s["throughput"]) + _cache(s["cache"]) + _tasks(s["tasks"])
+    lines += _throughput(s["throughput"]) + _cache(s["cache"]) + _tasks(s["tasks"]) + _answers(s.get("answers"))
     if s.get("windows"):
         lines += _over_time(s["windows"])
     tot = s["totals"]
@@ -220,6 +220,24 @@ def _client(cl: dict[str, Any]) -> list[str]:
         lines.append(
             f"  send wait (call begun to bytes sent, not in TTFT): p50 {_s(wait['p50'])}, p99 {_s(wait['p99'])}"
         )
+    return lines
+
+
+def _answers(a: dict[str, Any] | None) -> list[str]:
+    """What the host answered (replay.metrics.answer_tally): the shares, and whether a forced length held."""
+    if not a:
+        return []
+    share = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+    why = ", ".join(f"{k} {v}" for k, v in a["short_by_reason"].items() if v)
+    lines = ["", f"Answers ({plural(a['checked'], 'call')} checked)",
+             f"  shorter than asked {share(a['short_share'])} ({a['length_short']} of {a['length_checked']}"
+             f"{': ' + why if why else ''}), tool calls invalid {share(a['tool_call_invalid_share'])} "
+             f"(of {a['tool_calls_made']}), empty {share(a['empty_share'])}, degenerate "
+             f"{share(a['degenerate_share']) if a['text_checked'] else 'not checked (--check-answers)'}"]  # fmt: skip
+    if a["forced"] is False:
+        lines.append(f"WARNING: --force-output-length was not honoured: {a['length_short']} of {a['length_checked']} "
+                     "answers were shorter than asked (stop: the host ignored ignore_eos; lowered: it cut max_tokens "
+                     "to fit its context); the load is lighter than the run claims.")  # fmt: skip
     return lines
 
 

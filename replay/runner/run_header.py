@@ -44,6 +44,8 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         "request": {
             "history": spec.history.public(),
             "force_output_length": spec.force_output_length,
+            "check_answers": {None: "free", True: "all", False: "off"}[spec.check_answers],
+            "keep_answers": spec.keep_answers,
             "cache_control": spec.cache_control,
             "responses_state": spec.responses_state,
             "extra_body": redact_fields(spec.extra_body),

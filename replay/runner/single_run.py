@@ -62,6 +62,8 @@ class RunSpec:
     load: LoadConfig = field(default_factory=LoadConfig)
     retries: int | None = None  # None: DEFAULT_RETRIES against a real host, 0 against the simulated one
     force_output_length: bool = False
+    check_answers: bool | None = None  # None: the free checks; True: the text too; False: none (answer_check)
+    keep_answers: bool = False  # each answer's text on its record (hosts side by side: their agreement)
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
     stall_timeout_s: float = 120.0
@@ -260,6 +262,13 @@ def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
     return load
 
 
+def request_options(spec: RunSpec, model: str) -> RequestOptions:
+    """What every request of the run carries besides its conversation."""
+    checks = {None: "free", True: "all", False: "off"}[spec.check_answers]
+    return RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control, spec.responses_state,
+                          checks, spec.keep_answers)  # fmt: skip
+
+
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
@@ -299,8 +308,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
             host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
                               spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
                               spec.connection)  # fmt: skip
-            options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
-                                     spec.responses_state)  # fmt: skip
+            options = request_options(spec, model)
             header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
             header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
             if spec.workers > 1 or spec.ray:

@@ -24,7 +24,6 @@ import re
 import socket
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -37,7 +36,7 @@ from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.errors import ReplayError
 from replay.loops.live import LiveState, print_progress
-from replay.loops.load import LoadConfig, RunPlan
+from replay.loops.load import LoadConfig, RunPlan, run_nonce
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, run_checks
@@ -127,7 +126,7 @@ class _Parent:
         self.task_limit, self.slots, self.whole = run.task_limit, run.sessions, run.whole
         self.marks = _Marks(writer, self.slots, auto=run.auto_window)
         self.asked = RunStop(load.drain_timeout_s)
-        self.salt = uuid.uuid4().hex[:12] if load.salt_tasks else None
+        self.salt = run_nonce(load)
         self.started = 0
         self.workers: list[_Worker] = []
         self.changed = asyncio.Event()  # a worker became ready, sent its footer or went

@@ -180,7 +180,7 @@ class _Agent:
             if guard is not None:
                 guard.started(self.tree.state)
             try:
-                answer = await ctx.client.call(body, rec, self.conversation, context.messages, collect=live)
+                answer = await ctx.client.call(body, rec, self.conversation, context.messages, live, self.tools)
                 await loop_turns().turn()  # so can recording it
                 retry = rec.error is not None and attempt <= ctx.retry.retries and ctx.retry.should_retry(rec)
                 rec.final = not retry

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from replay.hosts.hardware import Hardware, costs, hardware_of_run
+from replay.metrics.agreement import agreement
 from replay.metrics.bootstrap import RESAMPLES, bootstrap, describe
 from replay.metrics.level_figures import FIGURES, value
 from replay.records.reader import read_run
@@ -147,7 +148,17 @@ def compare_runs(a: Side, b: Side, resamples: int = RESAMPLES, seed: int = 0) ->
             "b": costs(b.summary, b.concurrency or 1, b.hardware),
         },
         "notes": notes(a, b),
+        **answers_agree(a, b),
     }
+
+
+def answers_agree(a: Side, b: Side) -> dict[str, Any]:
+    """``agreement`` of the two runs' answers, when both kept them (replay run --host A --host B does)."""
+    if a.data is None or b.data is None:
+        return {}
+    if not any(r.answer_text is not None for r in a.data.requests):
+        return {}
+    return {"agreement": agreement(a.data.requests, b.data.requests)}
 
 
 def _level_side(sweep: dict[str, Any], level: dict[str, Any], name: str) -> Side:

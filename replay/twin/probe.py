@@ -34,6 +34,7 @@ from typing import Any
 
 from replay.errors import ReplayError
 from replay.twin.fit import DEFAULT_CHUNK, DecodePoint, Fit, PrefillPoint, fit, profile_fields
+from replay.twin.host_facts import HostFacts
 from replay.twin.ladder import ladder_cost, run_ladder
 from replay.twin.plan import (
     CACHE_OUTPUT,
@@ -56,6 +57,7 @@ DEFAULT_DURATION_S = 180.0
 MIN_DURATION_S = 10.0
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM's default running cap: the twin's when the ladder never reached a cap
 DEFAULT_MAX_MODEL_LEN = 131_072
+DEFAULT_BLOCK = 16  # the twin's cache block (client tokens) when the host states none
 
 
 class ProbeError(ReplayError):
@@ -86,7 +88,9 @@ class ProbeResult:
     prefill: list[PrefillPoint]
     decode: list[DecodePoint]
     kv_tokens: int  # host tokens the cache holds
-    kv_source: str  # measured | at least (the cache phase ran out of time) | given (--kv-tokens)
+    # measured | host (the host states it) | given (--kv-tokens) | at least (the cache phase ran out of time: a bound,
+    # never written as a twin's KV size: replay probe refuses to write that twin)
+    kv_source: str
     max_num_seqs: int
     max_num_seqs_found: bool
     context_accepted: int | None  # longest call (client tokens, prompt + answer) the host served
@@ -94,6 +98,7 @@ class ProbeResult:
     levels: list[dict[str, Any]]
     phases: list[PhaseLog]
     elapsed_s: float
+    facts: HostFacts = field(default_factory=HostFacts)  # what the host states about itself (replay.twin.host_facts)
 
     def twin_fields(self) -> dict[str, Any]:
         """SimProfile fields of the twin, in the client's tokens (what the simulated host counts)."""
@@ -101,12 +106,15 @@ class ProbeResult:
         max_len = DEFAULT_MAX_MODEL_LEN
         if self.context_refused:
             max_len = ((self.context_accepted or self.context_refused) + self.context_refused) // 2
+        elif self.facts.max_model_len:  # the served context, as the host states it
+            max_len = int(self.facts.max_model_len / r)
+        block = max(round(self.facts.block_size / r), 1) if self.facts.block_size else DEFAULT_BLOCK
         return profile_fields(self.fit.coefficients.scaled(r)) | {
-            "kv_budget_override": max(int(self.kv_tokens / r) // 16 * 16, 16),
+            "kv_budget_override": max(int(self.kv_tokens / r) // block * block, block),
             "max_num_seqs": self.max_num_seqs,
             "max_num_batched_tokens": DEFAULT_CHUNK,
             "max_model_len": max_len,
-            "block_size": 16,
+            "block_size": block,
             "enable_prefix_caching": True,
             "reasoning_fraction": 0.0,
             "natural_output_tokens": 0,
@@ -123,6 +131,9 @@ class ProbeResult:
             "workload_shape": self.shape.public(),
             "fit": self.fit.public() | {"chunk_tokens": round(DEFAULT_CHUNK * self.ratio)},
             "kv_tokens_host": self.kv_tokens, "kv_source": self.kv_source,
+            "block_size_host": self.facts.block_size,
+            "block_size_source": "host" if self.facts.block_size else f"assumed ({DEFAULT_BLOCK}: the host says none)",
+            "max_model_len_host": self.facts.max_model_len,
             "max_num_seqs": self.max_num_seqs, "max_num_seqs_found": self.max_num_seqs_found,
             "context_accepted_tokens": self.context_accepted, "context_refused_tokens": self.context_refused,
             "phases": [p.public() for p in self.phases],
@@ -167,8 +178,12 @@ def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConf
     _prefill_phase(Phase(runner, phases[0]), m, cfg)
 
     phases.append(budget.phase(1))
+    facts = runner.host_facts()
     if cfg.kv_tokens:  # given: the cache phase's time goes to the ladder
         phases[1].budget_s, phases[1].stopped, kv, kv_source = 0.0, "given", cfg.kv_tokens, "given"
+    elif facts.kv_tokens:  # the host states it (vLLM's cache_config_info): nothing to measure
+        phases[1].budget_s, phases[1].stopped, kv, kv_source = 0.0, "host", facts.kv_tokens, "host"
+        cfg.log(f"probe: the host states its KV cache: {kv:,} tokens (the cache phase's time goes to the ladder)")
     else:
         reserve = 1.5 * ladder_cost(m, m.coefficients(), cfg.max_concurrency)
         phases[1].budget_s = max(phases[1].budget_s, cfg.duration_s - budget.used() - reserve)
@@ -183,7 +198,7 @@ def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConf
         shape=shape, ratio=m.ratio, fit=fit(m.prefill, m.decode, m.chunk), prefill=m.prefill, decode=m.decode,
         kv_tokens=int(kv), kv_source=kv_source, max_num_seqs=ladder.cap or max(DEFAULT_MAX_NUM_SEQS, ladder.peak),
         max_num_seqs_found=ladder.cap is not None, context_accepted=m.accepted, context_refused=m.refused,
-        levels=ladder.levels, phases=phases, elapsed_s=budget.used(),
+        levels=ladder.levels, phases=phases, elapsed_s=budget.used(), facts=facts,
     )  # fmt: skip
 
 

@@ -35,6 +35,7 @@ from replay.sessions.tool_time import ToolTimePolicy
 from replay.sim.core.engine import FINISHED, EngineCore, Seq
 from replay.sim.core.profiles import SimProfile
 from replay.sim.core.virtual import _Prompts
+from replay.twin.host_facts import HostFacts, read_host_facts
 from replay.workload.trajectory import Trajectory, Workload
 
 DRAIN_S = 5.0
@@ -54,6 +55,8 @@ class Runner(Protocol):
 
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]: ...
 
+    def host_facts(self) -> HostFacts: ...
+
 
 class HttpRunner:
     """Each pass is one closed-loop run of the run machinery against the host (``run_loop`` over the host's own
@@ -61,7 +64,7 @@ class HttpRunner:
     its key are resolved once; no summary is made per pass (a pass's records are all the probe reads)."""
 
     def __init__(self, base: Any, directory: Path) -> None:
-        from replay.runner.single_run import RunError, detect_model, resolve_host
+        from replay.runner.single_run import RunError, detect_model, request_options, resolve_host
 
         spec, resolved = resolve_host(base)  # RunSpec: host, model, API, key variable, timeouts
         if spec.host is None:  # the probe starts the embedded simulated host before its passes
@@ -78,14 +81,19 @@ class HttpRunner:
         self.host = HostConfig(url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
                                spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
                                spec.connection)  # fmt: skip
-        self.options = RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control,
-                                      spec.responses_state)  # fmt: skip
+        self.options = request_options(spec, model)
         self.scrub = Scrubber([key] if key else [])
         self.directory, self.passes, self.started = directory, 0, perf_counter()
 
     @property
     def elapsed(self) -> float:
         return perf_counter() - self.started
+
+    def host_facts(self) -> HostFacts:
+        """What the host states about its KV cache, block and served context (replay.twin.host_facts)."""
+        key = HostConfig("", "", api_key_env=self.spec.api_key_env).api_key()
+        auth = make_flavour(self.spec.api, RequestOptions("m")).headers(key)
+        return read_host_facts(self.spec.host, self.model, auth)
 
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]:
         self.passes += 1
@@ -136,6 +144,9 @@ class VirtualRunner:
     @property
     def elapsed(self) -> float:
         return self.t
+
+    def host_facts(self) -> HostFacts:
+        return HostFacts()  # the engine states nothing: the probe measures it, as a host that says nothing
 
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]:
         core, limit = self.core, self.core.profile.model_len_limit

@@ -67,11 +67,12 @@ def test_tool_calls_are_checked_against_the_declared_schema() -> None:
 
 
 def test_answer_check_reads_the_text_only_when_it_has_it() -> None:
-    assert answer_check(48, 48, "length", None, None, None) == {
-        "length": "ok", "tool_calls": None, "degenerate": None, "empty": None}  # fmt: skip
-    assert answer_check(48, 48, "length", "", [], None)["empty"] is True
-    assert answer_check(48, 48, "tool_calls", "", [ToolCall("bash", '{"cmd":"ls"}')], BASH)["empty"] is False
-    assert answer_check(400, 400, "length", "ab" * 200, [], None)["degenerate"] is True
+    assert answer_check(48, 48, "length", None, [], None, answered=True) == {
+        "length": "ok", "tool_calls": None, "degenerate": None, "empty": False}  # fmt: skip
+    assert answer_check(48, 2, "length", None, [], None, answered=False)["empty"] is True
+    assert answer_check(48, 48, "length", " \n", [], None, answered=True)["empty"] is True
+    assert answer_check(48, 48, "tool_calls", "", [ToolCall("bash", '{"cmd":"ls"}')], BASH, True)["empty"] is False
+    assert answer_check(400, 400, "length", "ab" * 200, [], None, answered=True)["degenerate"] is True
 
 
 def test_degenerate_finds_loops_and_passes_ordinary_text() -> None:

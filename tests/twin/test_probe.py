@@ -186,7 +186,10 @@ def test_probe_of_the_embedded_simulated_host_writes_a_file_replay_run_uses(tmp_
     fitted = data["probe"]
     assert fitted["host"] == f"simulated:{known}" and fitted["model"] == "replay-sim"
     assert fitted["max_num_seqs"] == 3 and fitted["max_num_seqs_found"]
-    assert fitted["kv_source"] == "measured" and 0.85 * 40000 < fitted["kv_tokens_host"] < 1.15 * 40000
+    # the simulated host states its cache as vLLM does (cache_config_info): taken as it is, the cache phase skipped
+    assert fitted["kv_source"] == "host" and fitted["kv_tokens_host"] == 40000 and fitted["phases"][1]["calls"] == 0
+    assert fitted["block_size_host"] == 16 and fitted["block_size_source"] == "host" and data["block_size"] == 16
+    assert fitted["max_model_len_host"] == load_profile_file(known).model_len_limit
     assert fitted["context_refused_tokens"] > 40000 >= fitted["context_accepted_tokens"]  # the cache caps a call
     assert len(fitted["prefill_points"]["ttft_s"]) == len(fitted["prefill_points"]["fit_error"]) >= 6
     assert sorted(fitted["phases"][i]["name"] for i in range(3)) == ["cache", "ladder", "prefill"]
@@ -198,6 +201,20 @@ def test_probe_of_the_embedded_simulated_host_writes_a_file_replay_run_uses(tmp_
     assert run.exit_code == 0, run.output
     summary = orjson.loads(run.stdout)
     assert summary["requests"] > 2 and set(summary["errors_by_class"]) <= {"context_overflow"}  # as the host would
+
+
+def test_a_kv_size_the_probe_could_only_bound_is_never_written(tmp_path, monkeypatch):
+    """A host that states nothing and a cache larger than the probe can fill: the KV figure is a lower bound, so no
+    twin is written (it would predict with the bound), and the error says what to do."""
+    from replay.twin.host_facts import HostFacts
+    from replay.twin.runners import HttpRunner
+
+    monkeypatch.setattr(HttpRunner, "host_facts", lambda self: HostFacts())
+    out = tmp_path / "twin.toml"
+    res = CliRunner().invoke(main, ["probe", "--sim-profile", "default", "--duration", "12", "--out", str(out), "-q"])
+    assert res.exit_code == 3, res.output
+    assert "a bound, not a measurement; no twin written" in res.output and "--kv-tokens" in res.output
+    assert not out.exists()
 
 
 def _children(pid: int) -> list[int]:

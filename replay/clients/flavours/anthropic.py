@@ -188,7 +188,15 @@ class AnthropicFlavour(Flavour):
             st.bad("an event without a string 'type'", data)
             return NONE
         if kind == "content_block_delta":
-            return self._delta(st, obj.get("delta"), data)
+            delta = obj.get("delta")
+            if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+                st.tool_piece(obj.get("index"), None, delta.get("partial_json"))
+            return self._delta(st, delta, data)
+        if kind == "content_block_start":
+            block = obj.get("content_block")
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                st.tool_piece(obj.get("index"), block.get("name"), None)  # its input comes as input_json_delta
+            return NONE
         if kind == "message_start":
             message = obj.get("message")
             if not isinstance(message, dict):

@@ -40,6 +40,10 @@ class RequestOptions:
     extra_body: dict[str, Any] = field(default_factory=dict)  # fields holding {session} or {task}: filled per call
     cache_control: str = "none"  # anthropic: none | auto (breakpoints on system, tools and the last message)
     responses_state: str = "none"  # responses: none (full context every call) | previous (previous_response_id)
+    # Answer checks (replay.clients.answer_check): "free" (the length, tool calls and empty answers, from what the
+    # flavour reads anyway), "all" (also the text: every event decoded) or "off".
+    check_answers: str = "free"
+    keep_answers: bool = False  # the answer text on each record, to compare hosts' answers
 
 
 class Conversation:

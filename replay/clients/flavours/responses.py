@@ -163,11 +163,16 @@ class ResponsesFlavour(Flavour):
             if not delta:
                 return NONE
             answer = kind in _ANSWER_DELTAS
+            if kind == "response.function_call_arguments.delta":
+                st.tool_piece(obj.get("output_index"), None, delta)
             st.collect(answer, delta if kind != "response.function_call_arguments.delta" else None)
             return ANSWER if answer else REASONING
         if kind == "error":
             st.error = excerpt(safe_dumps({k: obj.get(k) for k in ("code", "message") if k in obj}) or data)
             return NONE
+        item = obj.get("item")
+        if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call":
+            st.tool_piece(obj.get("output_index"), item.get("name"), None)  # its arguments come as deltas
         response = obj.get("response")
         if response is not None and not isinstance(response, dict):
             st.bad("'response' is not an object", data)

@@ -178,8 +178,20 @@ def hosts_text(h: dict[str, Any]) -> str:
     for name, cmp in zip(names[1:], comparisons, strict=True):
         lines.append(f"cost {name}: {_costs(cmp['costs']['b'])}")
         lines += [f"note ({name}): {n}" for n in cmp.get("notes", [])]
+        if cmp.get("agreement"):
+            lines.append(agreement_line(names[0], name, cmp["agreement"]))
     lines.append(f"hosts run {h['mode']}; noise: {comparisons[0]['noise']['method']}")
     return "\n".join(lines)
+
+
+def agreement_line(a: str, b: str, ag: dict[str, Any]) -> str:
+    """Whether two hosts answered the same (replay.metrics.agreement), in one line."""
+    if not ag["pairs"]:
+        return f"answers {a} / {b}: no call answered by both to compare"
+    where = ag["first_divergence_mean"]
+    differ = "" if where is None else f"; where they differ, the first differing token is #{where:.1f} on average"
+    return (f"answers {a} / {b}: {ag['exact_share']:.1%} identical over {ag['pairs']} calls answered by both"
+            f"{differ} (greedy sampling, temperature 0, makes this a check of 'the same model')")  # fmt: skip
 
 
 def claims_text(report: dict[str, Any]) -> str:

@@ -91,7 +91,11 @@ async def batches(engine: SimEngine, seq: Seq) -> AsyncGenerator[int, None]:
         sent = n
 
 
-def _pieces(wire: Any, start: int, count: int, reasoning: int, huge_at: int, nbytes: int) -> bytes:
+def _pieces(wire: Any, start: int, count: int, reasoning: int, huge_at: int, nbytes: int, repeat: bool) -> bytes:
+    if repeat:  # the ``repeat`` fault: every answer token is the answer's first (a degenerate answer; counts unchanged)
+        head = max(0, min(count, reasoning - start))
+        out = wire.tokens(start, head, reasoning) if head else b""
+        return out + wire.tokens(reasoning, 1, reasoning) * (count - head)
     if start <= huge_at < start + count:
         return (
             wire.tokens(start, huge_at - start, reasoning)
@@ -156,7 +160,7 @@ async def stream(request: web.Request, job: Job) -> web.StreamResponse:
                     count = cut - sent  # the part before the fault point goes first
                 while count:
                     n_hidden = min(max(r - sent, 0), count) if hidden else 0
-                    data = pending + _pieces(wire, sent, count, r, huge_at, nbytes)
+                    data = pending + _pieces(wire, sent, count, r, huge_at, nbytes, fault == "repeat")
                     t = time.perf_counter()
                     if data:
                         await response.write(data)

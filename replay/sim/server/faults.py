@@ -16,6 +16,7 @@ Spec: comma-separated ``KIND:RATE[@PARAM][:name=value...]``, e.g.
 | ``usage_off`` | reports the prompt and output counts one too high (plausible, wrong) |
 | ``bad_usage`` | reports them as a string, a negative number, a float or 2**64 (one drawn per request, seeded) |
 | ``huge`` | pads the first answer token's text so the body is about PARAM megabytes (default 1) |
+| ``repeat`` | a degenerate answer: every answer token is its first one again (counts as usual; streamed answers) |
 
 ``Retry-After`` goes out by default on 429, 503 and 529. Options of the HTTP kinds: ``retry-after=S``
 (seconds; ``@S`` is the same), ``retry-after-ms=MS`` (sends ``retry-after-ms`` only), ``should-retry=true|false``
@@ -32,7 +33,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-STREAM_KINDS = ("drop", "stall", "midstream", "malformed", "odd_chunk", "no_usage", "usage_off", "bad_usage", "huge")
+STREAM_KINDS = ("drop", "stall", "midstream", "malformed", "odd_chunk", "no_usage", "usage_off", "bad_usage", "huge",
+                "repeat")  # fmt: skip
 NAMED_KINDS = ("overflow", *STREAM_KINDS)
 RETRY_BY_DEFAULT = (429, 503, 529)  # statuses answered with Retry-After unless told otherwise
 BAD_USAGE_VARIANTS = ("string", "negative", "float", "huge")

@@ -28,7 +28,13 @@ from replay.sim.server.exchange import Counts, Exchange, Timings
 
 __all__ = ["DONE", "PIECES", "ChatStream", "CompletionStream", "Counts", "completion_body", "piece_text", "usage"]
 
-PIECES = tuple(b" " + w for w in b"the of and to in is that for it with as on was be by at".split())
+# 44 words: one cycle is 183 characters, longer than the answer checks' repeated unit (replay.clients.answer_check
+# MAX_PERIOD), so an ordinary simulated answer is not degenerate; the ``repeat`` fault makes one that is.
+PIECES = tuple(
+    b" " + w
+    for w in b"the of and to in is that for it with as on was be by at this from or have an they which one you were "
+    b"all there would their we been has when who will more if out so what up about".split()
+)
 DONE = b"data: [DONE]\n\n"
 SLOT = "@@piece@@"
 _BIG = "@@2**64@@"  # stands for 2**64 in a spoiled usage report (orjson encodes at most 64-bit integers)
