@@ -125,7 +125,8 @@ def _schemas(declared: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any] | N
     """Tool name -> its parameters' JSON schema, from OpenAI-style (``function``) or Anthropic-style tools."""
     out: dict[str, dict[str, Any] | None] = {}
     for tool in declared:
-        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        inner = tool.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else tool
         name = fn.get("name")
         if isinstance(name, str):
             schema = fn.get("parameters") or fn.get("input_schema")

@@ -93,7 +93,7 @@ class HttpRunner:
         """What the host states about its KV cache, block and served context (replay.twin.host_facts)."""
         key = HostConfig("", "", api_key_env=self.spec.api_key_env).api_key()
         auth = make_flavour(self.spec.api, RequestOptions("m")).headers(key)
-        return read_host_facts(self.spec.host, self.model, auth)
+        return read_host_facts(self.spec.host or "", self.model, auth)
 
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]:
         self.passes += 1
