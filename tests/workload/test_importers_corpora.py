@@ -386,3 +386,38 @@ def test_cli_import_from_each_format(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert '"screenshot_window":2' in (tmp_path / "w.jsonl").read_text().replace(" ", "")
+
+
+def test_otel_openllmetry_indexed_attributes(tmp_path):
+    """Traceloop OpenLLMetry's indexed attributes (gen_ai.prompt.N.*, gen_ai.completion.N.*, older usage names)."""
+    attrs = {
+        "llm.request.type": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "Be brief.",
+        "gen_ai.prompt.1.role": "user",
+        "gen_ai.prompt.1.content": "List the files.",
+        "gen_ai.prompt.2.role": "assistant",
+        "gen_ai.prompt.2.tool_calls.0.id": "call_9",
+        "gen_ai.prompt.2.tool_calls.0.name": "bash",
+        "gen_ai.prompt.2.tool_calls.0.arguments": '{"command":"ls"}',
+        "gen_ai.prompt.3.role": "tool",
+        "gen_ai.prompt.3.tool_call_id": "call_9",
+        "gen_ai.prompt.3.content": "a.py b.py",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "Two files.",
+        "gen_ai.usage.prompt_tokens": 61,
+        "gen_ai.usage.completion_tokens": 3,
+    }
+    path = tmp_path / "llmetry.json"
+    path.write_text(json.dumps([{"name": "openai.chat", "context": {"trace_id": "0x1", "span_id": "0x2"},
+                                 "start_time": "2025-01-01T00:00:00Z", "end_time": "2025-01-01T00:00:01.5Z",
+                                 "attributes": attrs}]))  # fmt: skip
+    assert detect_format(path) == "otel"
+    lines, _ = imported(tmp_path, path)
+    (turn,) = turns_of(lines)
+    assert [m["role"] for m in turn["append"]] == ["system", "user", "assistant", "tool"]
+    assert turn["append"][2]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command":"ls"}'}
+    assert turn["append"][3] == {"role": "tool", "tool_call_id": "call_9", "content": "a.py b.py"}
+    assert turn["output"] == {"content": "Two files."} and turn["output_tokens"] == 3
+    assert turn["recorded"]["prompt_tokens"] == 61 and turn["recorded"]["latency_s"] == 1.5

@@ -46,7 +46,7 @@ from replay.workload.importers._common import (
     number,
     read_json,
 )
-from replay.workload.importers.otel_messages import Converter, structured, tool_definitions
+from replay.workload.importers.otel_messages import Converter, indexed, structured, tool_definitions
 
 FORMAT = "otel"
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content")
@@ -152,15 +152,17 @@ def read_spans(path: Path) -> list[Span]:
 
 def is_chat(span: Span) -> bool:
     a = span.attributes
-    return a.get("gen_ai.operation.name") in CHAT_OPERATIONS or "gen_ai.input.messages" in a
+    return (
+        a.get("gen_ai.operation.name") in CHAT_OPERATIONS
+        or "gen_ai.input.messages" in a
+        or a.get("llm.request.type") == "chat"
+        or "gen_ai.prompt.0.role" in a
+    )
 
 
 def looks_like(doc: Any) -> bool:
     """Whether a parsed document or line is an OTel span export with GenAI spans (for detection)."""
-    return any(
-        span.attributes.get("gen_ai.operation.name") or "gen_ai.input.messages" in span.attributes
-        for span in _spans_of(doc, "")
-    )
+    return any(span.attributes.get("gen_ai.operation.name") or is_chat(span) for span in _spans_of(doc, ""))
 
 
 # --------------------------------------------------------------------------------------------- calls
@@ -169,6 +171,9 @@ def looks_like(doc: Any) -> bool:
 def _usage(a: dict[str, Any]) -> dict[str, Any]:
     rec: dict[str, Any] = {}
     for key, name in (
+        ("gen_ai.usage.prompt_tokens", "prompt_tokens"),  # OpenLLMetry's older names
+        ("gen_ai.usage.completion_tokens", "output_tokens"),
+        ("gen_ai.usage.cache_read_input_tokens", "cached_tokens"),
         ("gen_ai.usage.input_tokens", "prompt_tokens"),
         ("gen_ai.usage.cache_read.input_tokens", "cached_tokens"),
         ("gen_ai.usage.cache_creation.input_tokens", "cache_creation_tokens"),
@@ -186,6 +191,9 @@ def _usage(a: dict[str, Any]) -> dict[str, Any]:
 
 def _call_input(span: Span, conv: Converter, src: Src) -> list[dict[str, Any]]:
     a = span.attributes
+    legacy = indexed(a, "gen_ai.prompt") if "gen_ai.input.messages" not in a else None
+    if legacy is not None:
+        return conv.messages(legacy, f"{span.where} gen_ai.prompt")
     messages = conv.messages(
         structured(a.get("gen_ai.input.messages", []), src, span.where, "gen_ai.input.messages"),
         f"{span.where} gen_ai.input.messages",
@@ -209,6 +217,10 @@ def _session_calls(spans: list[Span], tool_spans: list[Span], conv: Converter, s
             rec["timestamp"] = span.start
         raw_out = span.attributes.get("gen_ai.output.messages")
         output = None
+        legacy = indexed(span.attributes, "gen_ai.completion") if raw_out is None else None
+        if legacy:
+            first = conv.messages(legacy[:1], f"{span.where} gen_ai.completion")[0]
+            output = make_output(first.get("content"), first.get("tool_calls"))
         if raw_out is not None:
             outs = structured(raw_out, src, span.where, "gen_ai.output.messages")
             first = outs[0] if isinstance(outs, list) and outs and isinstance(outs[0], dict) else None

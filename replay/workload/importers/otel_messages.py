@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import orjson
@@ -124,3 +125,58 @@ def tool_definitions(raw: Any) -> list[dict[str, Any]] | None:
             function = {k: d[k] for k in ("name", "description", "parameters") if k in d}
             out.append({"type": "function", "function": function})
     return out or None
+
+
+def _nest(flat: dict[str, Any]) -> Any:
+    """``{"0.role": ..., "0.tool_calls.1.name": ...}`` as nested lists and objects (numeric keys are list indexes)."""
+    root: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = root
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+
+    def lists(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if node and all(k.isdigit() for k in node):
+            return [lists(node[k]) for k in sorted(node, key=int)]
+        return {k: lists(v) for k, v in node.items()}
+
+    return lists(root)
+
+
+def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    """OpenLLMetry's indexed attributes (``gen_ai.prompt.0.role``, ``gen_ai.prompt.0.content``,
+    ``gen_ai.prompt.0.tool_calls.0.name`` or ``.function.name``, ``gen_ai.completion.0...``) as OpenAI chat
+    messages, or None when the span has none."""
+    head = prefix + "."
+    flat = {
+        k[len(head) :]: v
+        for k, v in attributes.items()
+        if k.startswith(head) and k[len(head) : len(head) + 1].isdigit()
+    }
+    if not flat:
+        return None
+    nested = _nest(flat)
+    out = []
+    for m in nested if isinstance(nested, list) else ():
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, str) and content[:1] == "[":  # multimodal content, recorded as a JSON string
+            with contextlib.suppress(orjson.JSONDecodeError):
+                content = orjson.loads(content)
+        msg: dict[str, Any] = {"role": m.get("role") or "user", "content": content}
+        calls = m.get("tool_calls")
+        if isinstance(calls, list):
+            msg["tool_calls"] = [
+                {"id": c.get("id"), "type": "function", "function": c["function"] if isinstance(c.get("function"), dict)
+                 else {"name": c.get("name", ""), "arguments": c.get("arguments", "")}}
+                for c in calls if isinstance(c, dict)
+            ]  # fmt: skip
+        if m.get("tool_call_id"):
+            msg["tool_call_id"] = m["tool_call_id"]
+        out.append(msg)
+    return out
