@@ -39,10 +39,14 @@ def run(spec: RunSpec | None = None, workload: Workload | None = None, progress:
 
 
 def load(
-    paths: Iterable[str | Path] = (), tokenizer: str | None = None, history: HistoryPolicy | None = None
+    paths: Iterable[str | Path] = (),
+    tokenizer: str | None = None,
+    history: HistoryPolicy | None = None,
+    unrecorded_context: str = "omit",
 ) -> Workload:
-    """Load and validate trajectory files or directories (default: the shipped workload), counted once."""
-    return load_workload(list(paths) or [default_workload_path()], tokenizer, history)
+    """Load and validate trajectory files or directories (default: the shipped workload), counted once.
+    ``unrecorded_context="pad"`` puts back the context the recordings left out, as ``replay run`` does by default."""
+    return load_workload(list(paths) or [default_workload_path()], tokenizer, history, unrecorded_context)
 
 
 def read(run_file: str | Path) -> RunData:

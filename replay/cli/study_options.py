@@ -149,9 +149,9 @@ def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
 
 def load_spec_workload(spec: Any) -> Any:
     """The workload a spec names (the shipped one by default), loaded and counted once."""
-    from replay.workload.trajectory import default_workload_path, load_workload
+    from replay.runner.single_run import load_run_workload
 
-    return load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    return load_run_workload(spec)
 
 
 def runner(opts: dict[str, Any], spec: Any, out_dir: Path, workload: Any = None) -> Any:

@@ -8,6 +8,8 @@
 | ``quota_exhausted`` | the account's credit or quota is used up (402, OpenAI ``insufficient_quota``): never retried |
 | ``tier_limit`` | a limit of the account's tier or of the service tier asked for (OpenAI's 429 "Request too large |
 |  | for ... tokens per min", a service tier that refuses the request): never retried |
+| ``images_refused`` | the model takes no images (a 400 saying so: vLLM, OpenAI, llama.cpp, the sim): replay the |
+|  | workload against a vision model, or import it with ``--screenshot-window 0`` |
 | ``http_4xx``, ``http_5xx`` | any other refusal or server error |
 | ``connect`` | no connection, or it broke before the response headers |
 | ``disconnect`` | the connection broke after the headers, mid-stream |
@@ -47,6 +49,13 @@ _QUOTA = re.compile(
     re.IGNORECASE,
 )
 _TOO_LARGE = re.compile(rb"request_too_large|request too large|payload too large|request entity too large", re.I)
+# A host whose model takes no images: vLLM ("... is not a multimodal model"), OpenAI ("image_url is only supported by
+# certain models"), llama.cpp ("image input is not supported"), the sim ("does not support image input").
+_IMAGES = re.compile(
+    rb"not a multimodal model|multimodal (?:input )?(?:is )?not supported|image input is not supported"
+    rb"|does not support image|image_url is only supported|images? (?:are|is) not supported|vision is not supported",
+    re.I,
+)
 # A limit of the tier rather than of the moment: OpenAI's 429 "Request too large for MODEL ... on tokens per min"
 # (one request above the tier's TPM), a service tier that refuses the request (Groq's performance tier, whose
 # exact wording could not be checked: docs/providers.md).
@@ -68,6 +77,8 @@ def http_error_class(status: int, body: bytes) -> str:
         return "http_429"
     if status in (400, 413, 422) and _OVERFLOW.search(head):
         return "context_overflow"
+    if status in (400, 415, 422) and _IMAGES.search(head):
+        return "images_refused"
     if status == 413 or (status == 400 and _TOO_LARGE.search(head)):
         return "request_too_large"
     return f"http_{status // 100}xx"

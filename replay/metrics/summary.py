@@ -201,7 +201,10 @@ def run_identity(header: dict[str, Any]) -> dict[str, Any]:
         "tasks": load.get("tasks"),
         "tool_time": load.get("tool_time"),
         "seed": load.get("seed"),
-        "workload": {k: workload.get(k) for k in ("paths", "digest", "trajectories", "turns")},
+        "workload": {
+            k: workload.get(k)
+            for k in ("paths", "digest", "trajectories", "turns", "unrecorded_context", "padded_tokens", "images")
+        },
         "created": header.get("created"),
         "replay_version": header.get("replay_version"),
     }

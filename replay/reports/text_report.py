@@ -72,12 +72,21 @@ def _head(header: dict[str, Any]) -> list[str]:
         return []
     host, load = header.get("host", {}), header.get("load", {})
     sim = f" (simulated, profile {header['simulated_host']})" if header.get("simulated_host") else ""
-    return [
+    lines = [
         f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}) · model"
         f" {host.get('model')}{sim}",
         f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · concurrency"
         f" {load.get('concurrency')} · tool time {load.get('tool_time')} · seed {load.get('seed')}",
     ]
+    padding = header.get("workload", {}).get("padding") or {}
+    if padding.get("padded_tokens"):
+        share = padding.get("padded_share")
+        lines.append(
+            f"unrecorded context padded (--unrecorded-context pad): {padding['padded_tokens']:,} stand-in tokens in"
+            f" one pass of the calls' prompts ({100 * share:.1f}% of them), in"
+            f" {plural(padding['trajectories'], 'trajectory')}; heads {padding['head_tokens']:,} tokens"
+        )
+    return lines
 
 
 def _overview(s: dict[str, Any]) -> list[str]:

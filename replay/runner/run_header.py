@@ -62,6 +62,10 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
             "trajectories": len(workload.trajectories),
             "turns": workload.turns,
             "tokenizer": workload.tokenizer,
+            "unrecorded_context": workload.unrecorded_context,
+            "padded_tokens": workload.padding.padded_tokens,  # Σ over one pass of the calls: stand-in tokens sent
+            "padding": workload.padding.public(workload.unrecorded_context),
+            "images": workload.images,
         },
         "versions": versions(),
     }

@@ -100,6 +100,7 @@ class RunSpec:
     rate_card: str | None = None  # a shipped card's name or input=..,output=.. (over the hosts file's)
     tokenizer: str | None = None
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    unrecorded_context: str = "pad"  # pad | omit: the context recordings left out put back (workload/padding.py)
     progress: bool = True
     recipe: str | None = None  # agentx | aa-agentperf (replay.runner.recipes), already applied to the fields above
     recipe_facts: RecipeFacts = field(default_factory=RecipeFacts)  # GPUs, power, rate card, SLO tiers
@@ -269,6 +270,28 @@ def request_options(spec: RunSpec, model: str) -> RequestOptions:
                           checks, spec.keep_answers)  # fmt: skip
 
 
+def load_run_workload(spec: RunSpec) -> Workload:
+    """The run's workload, loaded under its history policy and ``--unrecorded-context``; RunError when the API
+    flavour cannot send what it holds (image parts to a text-prompt flavour)."""
+    try:
+        workload = load_workload(
+            spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history, spec.unrecorded_context
+        )
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    check_images(workload, spec.api)
+    return workload
+
+
+def check_images(workload: Workload, api: str) -> None:
+    images = workload.images
+    if images and not make_flavour(api, RequestOptions("m")).takes_images:
+        raise RunError(
+            f"--api {api}: its prompts are text, and the workload holds {images} image parts "
+            "(use chat, responses or anthropic, which send them as image parts)"
+        )
+
+
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
     check_spec(spec)
@@ -279,7 +302,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         previous = read_previous(out) if spec.resume else None
     except (ResumeError, ValueError) as exc:
         raise RunError(str(exc)) from None
-    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    workload = workload or load_run_workload(spec)
     asked_duration = spec.load.duration_s
     spec = dataclasses.replace(spec, load=_load_config(spec, previous))
     if previous is not None:  # before anything is written: a refused resume leaves the file as it was

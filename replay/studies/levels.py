@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.workload.trajectory import Workload, default_workload_path, load_workload
+from replay.workload.trajectory import Workload
 
 
 @dataclass(slots=True)
@@ -49,8 +49,9 @@ class RealRunner:
         from replay.runner.single_run import execute
 
         if self.workload is None:  # loaded once, shared by every level
-            s = self.spec
-            self.workload = load_workload(s.trajectories or [default_workload_path()], s.tokenizer, s.history)
+            from replay.runner.single_run import load_run_workload
+
+            self.workload = load_run_workload(self.spec)
         suffix = "" if attempt == 1 else f"-r{attempt}"
         out = self.out_dir / f"{self.name}{concurrency}{suffix}.jsonl"
         load = dataclasses.replace(

@@ -24,7 +24,7 @@ from replay import compact_json
 from replay.clients import provider_fields
 from replay.clients import usage as usage_mod
 from replay.clients.body import Body, Piece, joined
-from replay.clients.flavours.base import Conversation, Flavour, Fragment, body_fields
+from replay.clients.flavours.base import Conversation, Flavour, Fragment, body_fields, image_parts, image_url
 from replay.clients.flavours.chat import decode_object
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
 from replay.clients.usage import excerpt, safe_dumps
@@ -46,14 +46,36 @@ def _tool_input(arguments: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"arguments": arguments}
 
 
+def _image_block(part: dict[str, Any]) -> dict[str, Any]:
+    """A chat ``image_url`` part as an Anthropic ``image`` block: base64 for a data URL, else by URL."""
+    url, _ = image_url(part)
+    head, sep, data = url.partition(",")
+    if url.startswith("data:") and sep and head.endswith(";base64"):
+        return {"type": "image", "source": {"type": "base64", "media_type": head[5:-7], "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _blocks(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        _image_block(p) if p.get("type") == "image_url" else {"type": "text", "text": p["text"]}
+        for p in parts
+        if p.get("type") == "image_url" or p.get("text")
+    ]
+
+
 def message_blocks(raw: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """(role, content blocks) of one canonical message; role ``system`` for the top-level system prompt."""
+    """(role, content blocks) of one canonical message; role ``system`` for the top-level system prompt. Image parts
+    become ``image`` blocks (in a tool result too: ``tool_result`` content may hold them)."""
     role = raw.get("role")
     text = content_text(raw.get("content"))
+    parts = image_parts(raw.get("content")) if role != "system" else None  # the system prompt takes text only
     if role == "tool":
-        block = {"type": "tool_result", "tool_use_id": str(raw.get("tool_call_id") or "toolu_0"), "content": text}
+        content: Any = text if parts is None else _blocks(parts)
+        block = {"type": "tool_result", "tool_use_id": str(raw.get("tool_call_id") or "toolu_0"), "content": content}
         return "user", [block]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks: list[dict[str, Any]] = (
+        _blocks(parts) if parts is not None else [{"type": "text", "text": text}] if text else []
+    )
     for i, call in enumerate(raw.get("tool_calls") or ()):
         fn = call.get("function") or {}
         blocks.append({"type": "tool_use", "id": str(call.get("id") or f"toolu_{i}"), "name": fn.get("name", ""),

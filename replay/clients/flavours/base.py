@@ -56,11 +56,29 @@ class Conversation:
         self.sent: list[Message] = []  # what the host already holds of this conversation
 
 
+def image_parts(content: Any) -> list[dict[str, Any]] | None:
+    """The text and image parts of a message whose content holds images (chat's ``{"type": "text", "text"}`` and
+    ``{"type": "image_url", "image_url": {"url", "detail"}}``, as the loader renders canonical image parts), or None
+    when it holds none: a flavour then sends the text alone, as before images existed."""
+    if not isinstance(content, list) or not any(isinstance(p, dict) and p.get("type") == "image_url" for p in content):
+        return None
+    return [p for p in content if isinstance(p, dict) and p.get("type") in ("text", "image_url")]
+
+
+def image_url(part: dict[str, Any]) -> tuple[str, str | None]:
+    """(url, detail) of a chat ``image_url`` part."""
+    inner = part.get("image_url")
+    if isinstance(inner, dict):
+        return str(inner.get("url", "")), inner.get("detail")
+    return str(inner or ""), None
+
+
 class Flavour(StreamReader):
     """One API flavour. Subclasses set ``name`` and ``path`` and implement rendering and reading."""
 
     name = ""
     path = ""  # appended to the host's base URL
+    takes_images = True  # image parts go out as this API's own image parts (completions: text prompts only)
 
     def __init__(self, options: RequestOptions) -> None:
         fixed, self.session_body = split_body(options.extra_body)  # templated fields: filled per call (affinity)

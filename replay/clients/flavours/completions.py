@@ -40,6 +40,7 @@ def message_text(raw: dict[str, Any]) -> str:
 class CompletionsFlavour(Flavour):
     name = "completions"
     path = "/completions"
+    takes_images = False  # a text prompt: a workload with image parts is refused at the start
     end_marker = "[DONE] or a usage chunk"
 
     def fixed_fields(self) -> bytes:

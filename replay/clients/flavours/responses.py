@@ -22,7 +22,7 @@ import orjson
 from replay import compact_json
 from replay.clients import usage as usage_mod
 from replay.clients.body import Body, Piece, joined
-from replay.clients.flavours.base import Conversation, Flavour, body_fields
+from replay.clients.flavours.base import Conversation, Flavour, body_fields, image_parts, image_url
 from replay.clients.flavours.chat import decode_object
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
 from replay.clients.usage import excerpt, safe_dumps
@@ -40,15 +40,32 @@ _TERMINAL = {"response.completed", "response.incomplete", "response.done"}  # We
 _TEXT = b'"type":"response.output_text.delta"'
 
 
+def _input_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat text and image parts as Responses ``input_text`` and ``input_image`` parts."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if part.get("type") == "image_url":
+            url, detail = image_url(part)
+            out.append({"type": "input_image", "image_url": url, "detail": detail or "auto"})
+        elif part.get("text"):
+            out.append({"type": "input_text", "text": part["text"]})
+    return out
+
+
 def message_items(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    """One canonical message as Responses input items."""
+    """One canonical message as Responses input items (image parts as ``input_image``; a tool result with images
+    as a list of parts, which ``function_call_output`` takes)."""
     role = raw.get("role")
     text = content_text(raw.get("content"))
+    parts = image_parts(raw.get("content"))
     if role == "tool":
-        return [{"type": "function_call_output", "call_id": str(raw.get("tool_call_id") or ""), "output": text}]
+        output: Any = text if parts is None else _input_parts(parts)
+        return [{"type": "function_call_output", "call_id": str(raw.get("tool_call_id") or ""), "output": output}]
     items: list[dict[str, Any]] = []
     calls = raw.get("tool_calls") or ()
-    if text or not calls:
+    if parts is not None:
+        items.append({"role": role, "content": _input_parts(parts)})
+    elif text or not calls:
         items.append({"role": role, "content": text})
     for i, call in enumerate(calls):
         fn = call.get("function") or {}

@@ -67,6 +67,7 @@ class SimProfile:
     max_num_batched_tokens: int = 8192  # tokens per step, decode and prefill chunks together
     max_model_len: int = 131_072  # prompt + max_tokens above this is rejected with 400
     max_waiting: int = 0  # waiting-queue cap; past it new requests get 503 (0: unbounded, as vLLM)
+    accepts_images: bool = True  # False: a text-only model; a request with image parts gets 400 (images_refused)
     enable_prefix_caching: bool = True
     lag_reset_s: float = 0.25  # if the loop falls this far behind its schedule it re-anchors to now
     # answers

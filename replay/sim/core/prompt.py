@@ -15,6 +15,7 @@ worker thread (tiktoken releases the GIL) so the event loop keeps pacing the oth
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 import orjson
 
+from replay.workload.images import describe, image_tokens
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, Tokenizer, get_tokenizer
 
 T = TypeVar("T")
@@ -49,6 +51,33 @@ if len(REPLY_PRIMING) != REPLY_PRIMING_TOKENS or len(_frame_head("")) + 1 != MES
     raise ImportError("sim framing no longer matches replay.workload.tokens' overhead constants; change both together")
 
 
+_IMAGE_BASE = _FRAME_BASE + (1 << 21)  # image "tokens" lie apart from the text vocabulary and the framing
+
+
+def image_token_ids(part: dict[str, Any]) -> list[int]:
+    """Ids standing for a chat ``image_url`` part: as many as the client's estimate (``replay.workload.images``,
+    the openai family, from the image's own header), drawn from the URL's digest, so the same image is the same
+    ids wherever it appears (a screenshot sent again is cached) and different images differ."""
+    inner = part.get("image_url")
+    url, detail = (inner.get("url"), inner.get("detail")) if isinstance(inner, dict) else (inner, None)
+    if not isinstance(url, str) or not url:
+        raise ValueError("an image_url part needs a 'url'")
+    n = image_tokens(describe({"type": "image", "url": url, **({"detail": detail} if detail else {})}))
+    seed = int.from_bytes(hashlib.blake2b(url.encode(), digest_size=8).digest(), "little")
+    return (np.random.default_rng(seed).integers(0, 1 << 20, n) + _IMAGE_BASE).tolist()
+
+
+def count_images(messages: list[Any]) -> int:
+    """Image parts in a prompt's chat messages (what the truth log calls ``images``)."""
+    return sum(
+        1
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for p in m["content"]
+        if isinstance(p, dict) and p.get("type") == "image_url"
+    )
+
+
 def message_token_ids(message: Any, tokenizer: Tokenizer) -> np.ndarray:
     """Token ids of one message with its framing; ValueError if it is not a chat message."""
     if not isinstance(message, dict) or not isinstance(role := message.get("role"), str):
@@ -57,10 +86,13 @@ def message_token_ids(message: Any, tokenizer: Tokenizer) -> np.ndarray:
     content = message.get("content")
     if isinstance(content, str):
         ids += tokenizer.encode(content)
-    elif isinstance(content, list):  # content parts: their texts joined, as the client side counts them
+    elif isinstance(content, list):  # content parts: their texts joined, then the images, as the client counts them
         ids += tokenizer.encode(
             "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
         )
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                ids += image_token_ids(part)
     elif content is not None:
         raise ValueError(f"message content must be a string, a list of parts or null, not {type(content).__name__}")
     for call in message.get("tool_calls") or ():
@@ -162,12 +194,12 @@ def anthropic_to_chat(system: Any, messages: Any) -> list[dict[str, Any]]:
         raise ValueError("'messages' must be a non-empty list")
     out: list[dict[str, Any]] = []
     if system is not None:
-        out.append({"role": "system", "content": _anthropic_text(system)})
+        out.append({"role": "system", "content": _anthropic_content(system)})
     for message in messages:
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise ValueError("each message must be an object with role 'user' or 'assistant'")
         content = message.get("content")
-        chat: dict[str, Any] = {"role": message["role"], "content": _anthropic_text(content)}
+        chat: dict[str, Any] = {"role": message["role"], "content": _anthropic_content(content)}
         calls = [
             {"function": {"name": str(b.get("name", "")), "arguments": orjson.dumps(b.get("input", {})).decode()}}
             for b in (content if isinstance(content, list) else ())
@@ -179,7 +211,18 @@ def anthropic_to_chat(system: Any, messages: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _anthropic_text(content: Any) -> str:
+def _with_images(text: str, images: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A chat content: the text, or (with images) the text part then the images as ``image_url`` parts."""
+    return [{"type": "text", "text": text}, *images] if images else text
+
+
+def _anthropic_content(content: Any) -> str | list[dict[str, Any]]:
+    images: list[dict[str, Any]] = []
+    text = _anthropic_text(content, images)
+    return _with_images(text, images)
+
+
+def _anthropic_text(content: Any, images: list[dict[str, Any]]) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -193,7 +236,16 @@ def _anthropic_text(content: Any) -> str:
             parts.append(block["text"])
         elif kind == "tool_result":
             inner = block.get("content")
-            parts.append(inner if isinstance(inner, str) else _anthropic_text(inner or []))
+            parts.append(inner if isinstance(inner, str) else _anthropic_text(inner or [], images))
+        elif kind == "image":
+            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            if source.get("type") == "base64":
+                url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+            elif source.get("type") == "url" and isinstance(source.get("url"), str):
+                url = source["url"]
+            else:
+                raise ValueError("an image block needs a base64 or url 'source'")
+            images.append({"type": "image_url", "image_url": {"url": url}})
     return "".join(parts)
 
 
@@ -217,7 +269,7 @@ def responses_to_chat(items: Any) -> list[dict[str, Any]]:
         if kind == "message":
             if not isinstance(item.get("role"), str):
                 raise ValueError(f"input[{i}]: a message needs a string 'role'")
-            out.append({"role": item["role"], "content": _responses_text(item.get("content"), i)})
+            out.append({"role": item["role"], "content": _responses_content(item.get("content"), i)})
         elif kind == "function_call":
             name, arguments = item.get("name"), item.get("arguments")
             if not isinstance(name, str) or not isinstance(arguments, str):
@@ -228,13 +280,25 @@ def responses_to_chat(items: Any) -> list[dict[str, Any]]:
                 out.append(last)
             last.setdefault("tool_calls", []).append({"function": {"name": name, "arguments": arguments}})
         elif kind == "function_call_output":
-            out.append({"role": "tool", "content": _responses_text(item.get("output"), i)})
+            out.append({"role": "tool", "content": _responses_content(item.get("output"), i)})
         elif kind != "reasoning":
             raise ValueError(
                 f"input[{i}]: item type {kind!r} is not one the sim serves "
                 "(message, function_call, function_call_output, reasoning)"
             )
     return out
+
+
+def _responses_content(content: Any, index: int) -> str | list[dict[str, Any]]:
+    images = [
+        {
+            "type": "image_url",
+            "image_url": {"url": p["image_url"], **({"detail": p["detail"]} if p.get("detail") else {})},
+        }
+        for p in (content if isinstance(content, list) else ())
+        if isinstance(p, dict) and p.get("type") == "input_image" and isinstance(p.get("image_url"), str)
+    ]
+    return _with_images(_responses_text(content, index), images)
 
 
 def _responses_text(content: Any, index: int) -> str:

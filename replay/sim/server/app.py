@@ -28,7 +28,7 @@ from replay import event_loop
 from replay.sim.core.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
 from replay.sim.core.profile_file import resolve_profile
 from replay.sim.core.profiles import SimProfile, get_profile
-from replay.sim.core.prompt import PromptTokenizer
+from replay.sim.core.prompt import PromptTokenizer, count_images
 from replay.sim.server.answer import Job, complete, stream
 from replay.sim.server.arrivals import ARRIVALS, forget_arrival, stamp_arrivals
 from replay.sim.server.dialects import Dialect, get_dialect
@@ -157,6 +157,10 @@ async def _read(
         if messages is None:
             prompt_ids = await sim.prompts.text_ids(req.text_prompt)
         else:
+            record.images = count_images(messages)
+            if record.images and not sim.engine.profile.accepts_images:  # a text-only model, as vLLM answers it
+                refusal = f"this model does not support image input ({record.images} image parts in the request)"
+                return _reject(record, 400, error_body(api, sim.dialect, 400, refusal, rid), headers, "bad_request")
             prompt_ids = await sim.prompts.prompt_ids(messages)
     except (BadRequest, ValueError) as exc:
         return _reject(record, 400, error_body(api, sim.dialect, 400, str(exc), rid), headers, "bad_request")

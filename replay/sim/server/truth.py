@@ -32,6 +32,7 @@ class TruthRecord:
     done: float | None = None  # final write (or the error response) handed to the transport
     prompt_tokens: int = 0
     cached_tokens: int = 0
+    images: int = 0  # image parts in the prompt (each counted by the client's estimate in prompt_tokens)
     output_tokens: int = 0  # tokens actually written
     reasoning_tokens: int = 0  # of output_tokens
     writes: list[float] = field(default_factory=list)  # flat [t0, n0, t1, n1, ...]: token-bearing writes
