@@ -303,6 +303,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     except (ResumeError, ValueError) as exc:
         raise RunError(str(exc)) from None
     workload = workload or load_run_workload(spec)
+    check_images(workload, spec.api)  # a workload handed in too
     asked_duration = spec.load.duration_s
     spec = dataclasses.replace(spec, load=_load_config(spec, previous))
     if previous is not None:  # before anything is written: a refused resume leaves the file as it was
