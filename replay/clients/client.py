@@ -80,7 +80,7 @@ class HostClient:
         context: Sequence[Message] = (),
         collect: bool = False,
         tools: Sequence[dict[str, Any]] | None = None,
-    ) -> dict[str, str] | None:
+    ) -> dict[str, Any] | None:
         """Send one request and fill ``rec``; on cancellation ``rec`` still holds what was seen. With ``collect``,
         returns the host's answer text (for live history). ``tools``: those the request declared (answer checks)."""
         got = Received()
@@ -107,7 +107,8 @@ class HostClient:
             self._judge(rec, st, tools)
         self.flavour.after_call(conversation, st if rec.error is None else None, context)
         if collect and st.text is not None:
-            return {"content": "".join(st.text), "reasoning": "".join(st.reasoning_text or ())}
+            answer = {"content": "".join(st.text), "reasoning": "".join(st.reasoning_text or ())}
+            return answer | ({"tool_calls": st.tool_calls()} if st.calls else {})
         return None
 
     async def _interpret(self, got: Received, rec: RequestRecord, collect: bool) -> StreamState:
@@ -147,7 +148,7 @@ class HostClient:
         options = self.flavour.options
         text = "".join(st.text) if st.text is not None else None
         if options.check_answers != "off":
-            calls = [ToolCall(name, "".join(args)) for name, args in (st.tool_calls or {}).values()]
+            calls = [ToolCall(c["name"], "".join(c["pieces"])) for c in (st.calls or {}).values()]
             rec.answer_check = answer_check(rec.max_tokens, rec.output_tokens, rec.finish_reason,
                                             text if options.check_answers == "all" else None, calls, tools,
                                             answered=st.first_answer is not None)  # fmt: skip

@@ -55,9 +55,10 @@ class StreamState:
     response_id: str | None = None
     text: list[str] | None = None  # answer text, when collected (live history, --check-answers)
     reasoning_text: list[str] | None = None
-    # Tool calls as streamed: key (the host's index) -> [name, argument pieces]. Always kept: their events are
-    # decoded whatever the mode (no fast path counts them), so keeping them costs nothing more.
-    tool_calls: dict[Any, list[Any]] | None = None
+    # Tool calls as streamed, by the host's index: id, name and argument pieces. Always kept: their events are
+    # decoded whatever the mode (no fast path counts them), so keeping them costs nothing more. Live history sends
+    # them back; the answer checks judge them.
+    calls: dict[Any, dict[str, Any]] | None = None
 
     def add(self, t: float, t_sent: float, n: int, answer: bool) -> None:
         """Account ``n`` token-bearing events that arrived in the read at ``t``."""
@@ -101,22 +102,36 @@ class StreamState:
         if self.malformed is None:
             self.malformed = f"{problem}: {excerpt(data, 120)}" if data else problem
 
-    def tool_piece(self, key: Any, name: Any, arguments: Any) -> None:
-        """Part of a tool call: its name (when this event says it) and a piece of its arguments' text."""
-        if self.tool_calls is None:
-            self.tool_calls = {}
-        key = key if isinstance(key, int | str) else repr(key)[:40]  # whatever the host sent as its index
-        call = self.tool_calls.setdefault(key, ["", []])
-        if isinstance(name, str) and name:
-            call[0] = name
-        if isinstance(arguments, str) and arguments:
-            call[1].append(arguments)
-
     def collect(self, answer: bool, text: Any) -> None:
         if isinstance(text, str):  # both lists are made together when the text is collected (live history)
             collected = self.text if answer else self.reasoning_text
             if collected is not None:
                 collected.append(text)
+
+    def call_part(self, index: Any, call_id: Any = None, name: Any = None, arguments: Any = None) -> None:
+        """A piece of a streamed tool call: its id and name when they come, its arguments in pieces."""
+        if self.calls is None:
+            self.calls = {}
+        key = index if isinstance(index, int | str) else repr(index)[:40]  # whatever the host sent as its index
+        call = self.calls.setdefault(key, {"id": None, "name": "", "pieces": []})
+        if isinstance(call_id, str) and call_id:
+            call["id"] = call_id[:200]
+        if isinstance(name, str) and name and not call["name"]:
+            call["name"] = name[:200]
+        if isinstance(arguments, str) and arguments:
+            call["pieces"].append(arguments)
+
+    def call_streamed(self, index: Any) -> bool:
+        """Whether argument pieces of this call came before (a host that also sends them whole at the end)."""
+        key = index if isinstance(index, int | str) else repr(index)[:40]
+        return bool(self.calls and key in self.calls and self.calls[key]["pieces"])
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The collected tool calls, OpenAI-shaped, in the stream's order."""
+        return [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "".join(c["pieces"])}}
+            for c in (self.calls or {}).values()
+        ]
 
 
 class StreamReader:

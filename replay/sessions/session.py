@@ -20,6 +20,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -33,6 +34,7 @@ from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
 from replay.sessions.start_points import AgentStart
 from replay.sessions.tally import Tally, drain_background, merge, run_background
+from replay.sessions.tool_ids import Binding, bind, bound_messages
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.sessions.tree import Tree
 from replay.workload.spans import string_content_at
@@ -121,6 +123,7 @@ class _Agent:
     context: CountedContext = field(init=False)
     conversation: Conversation | None = field(init=False)
     tools: list | None = field(init=False)
+    tool_ids: Binding | None = field(init=False, default=None)  # live history: the last live answer's calls
 
     def __post_init__(self) -> None:
         self.context = CountedContext(self.base)
@@ -138,12 +141,15 @@ class _Agent:
         if turn.truncate_to is not None:
             self.context.truncate(len(self.base) + turn.truncate_to)  # a forked subagent truncates only its own
         reusable = self.context.tokens  # the previous request plus its output (or the inherited base)
+        if self.tool_ids is not None and ctx.builder is not None:  # live history: results meet the live calls
+            append = bound_messages(list(append), self.tool_ids, ctx.builder)
+            self.tool_ids = None
         self.context.extend(append)
         return reusable
 
     async def call(
         self, turn: Turn, reusable: int, phase: str = "measured", intended: float | None = None
-    ) -> tuple[RequestRecord | None, dict[str, str] | None]:
+    ) -> tuple[RequestRecord | None, dict[str, Any] | None]:
         """The turn's attempts, each recorded; the last record (None if the run stopped before any) and answer.
 
         ``phase`` ``warmup`` asks for one token; ``intended`` is when the call was meant to start (an open-loop
@@ -289,8 +295,10 @@ async def _replay_agent(
             return  # stopped while waiting to retry
         out = turn.output_message
         if answer and rec.error is None and ctx.builder is not None:
-            # The host's own words; recorded tool calls stay, since the recorded tool results answer them.
-            out = ctx.builder.output({**answer, "tool_calls": turn.output_tool_calls})
+            # The host's own words and calls; the recorded tool results that follow are bound to its calls' ids.
+            binding = bind(turn.output_tool_calls, answer.get("tool_calls"))
+            out = ctx.builder.output({**answer, "tool_calls": binding.calls})
+            agent.tool_ids = binding
         agent.context.extend((out,))
         last = turn.index == len(traj.turns) - 1
         pause = 0.0 if last else policy.pause(turn.tool_time_s, ctx.rng)

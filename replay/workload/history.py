@@ -1,8 +1,9 @@
 """History policy: how a replayed conversation is rendered for the host.
 
 - ``output``: ``recorded`` appends the recorded answer after each call (default: every request's prefix is
-  exactly what the recorded agent sent) or ``live`` appends the host's own answer text (tool calls stay as
-  recorded, because the recorded tool results that follow answer them).
+  exactly what the recorded agent sent) or ``live`` appends the host's own answer, its tool calls included; the
+  recorded tool results that follow are bound to those calls' ids (``replay.sessions.tool_ids``: a result no live
+  call stands for goes as the user's text, a live call no result answers gets a stand-in result).
 - ``reasoning``: ``strip`` sends no earlier reasoning (default, as most APIs expect) or ``keep`` sends it back
   as ``reasoning_content`` on the assistant message (recorded, or live with ``output=live``).
 - ``tool_calls``: ``native`` sends ``tools``, ``tool_calls`` and ``tool`` messages; ``text`` flattens them into

@@ -210,14 +210,11 @@ class AnthropicFlavour(Flavour):
             st.bad("an event without a string 'type'", data)
             return NONE
         if kind == "content_block_delta":
-            delta = obj.get("delta")
-            if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
-                st.tool_piece(obj.get("index"), None, delta.get("partial_json"))
-            return self._delta(st, delta, data)
-        if kind == "content_block_start":
+            return self._delta(st, obj.get("delta"), data, obj.get("index"))
+        if kind == "content_block_start":  # live history: a tool_use block's id and name
             block = obj.get("content_block")
             if isinstance(block, dict) and block.get("type") == "tool_use":
-                st.tool_piece(obj.get("index"), block.get("name"), None)  # its input comes as input_json_delta
+                st.call_part(obj.get("index"), block.get("id"), block.get("name"))
             return NONE
         if kind == "message_start":
             message = obj.get("message")
@@ -241,7 +238,7 @@ class AnthropicFlavour(Flavour):
             st.error = excerpt(safe_dumps(obj.get("error") or obj))
         return NONE  # ping, content_block_start/stop and unknown events carry no tokens
 
-    def _delta(self, st: StreamState, delta: Any, data: bytes) -> int:
+    def _delta(self, st: StreamState, delta: Any, data: bytes, index: Any = None) -> int:
         if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
             st.bad("'delta' is not an object with a string 'type'", data)
             return NONE
@@ -254,7 +251,10 @@ class AnthropicFlavour(Flavour):
             return NONE
         if not value:
             return NONE
-        st.collect(kind == ANSWER, value if delta["type"] != "input_json_delta" else None)
+        if delta["type"] == "input_json_delta":
+            st.call_part(index, arguments=value)
+        else:
+            st.collect(kind == ANSWER, value)
         return kind
 
     def _usage(self, st: StreamState, usage: Any) -> None:

@@ -163,9 +163,9 @@ class ChatFlavour(Flavour):
                 st.bad("'tool_calls' is not a list of objects", data)
             elif calls:
                 kind = ANSWER
-                for i, call in enumerate(calls):
-                    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-                    st.tool_piece(call.get("index", i), fn.get("name"), fn.get("arguments"))
+                for i, c in enumerate(calls):  # the calls themselves (live history, answer checks), by their index
+                    fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+                    st.call_part(c.get("index", i), c.get("id"), fn.get("name"), fn.get("arguments"))
         for key in ("reasoning_content", "reasoning"):
             value = delta.get(key)
             if value is None:

@@ -181,15 +181,20 @@ class ResponsesFlavour(Flavour):
                 return NONE
             answer = kind in _ANSWER_DELTAS
             if kind == "response.function_call_arguments.delta":
-                st.tool_piece(obj.get("output_index"), None, delta)
-            st.collect(answer, delta if kind != "response.function_call_arguments.delta" else None)
+                st.call_part(obj.get("output_index"), arguments=delta)
+            else:
+                st.collect(answer, delta)
             return ANSWER if answer else REASONING
+        if kind in ("response.output_item.added", "response.output_item.done"):  # live history: a function call
+            item = obj.get("item")
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                index = obj.get("output_index")
+                streamed = st.call_streamed(index)  # the deltas, if they came: the whole otherwise
+                st.call_part(index, item.get("call_id"), item.get("name"), None if streamed else item.get("arguments"))
+            return NONE
         if kind == "error":
             st.error = excerpt(safe_dumps({k: obj.get(k) for k in ("code", "message") if k in obj}) or data)
             return NONE
-        item = obj.get("item")
-        if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call":
-            st.tool_piece(obj.get("output_index"), item.get("name"), None)  # its arguments come as deltas
         response = obj.get("response")
         if response is not None and not isinstance(response, dict):
             st.bad("'response' is not an object", data)
