@@ -140,10 +140,12 @@ def meta_lines(rep: RunReport) -> list[str]:
     host, load, work = h.get("host") or {}, h.get("load") or {}, h.get("workload") or {}
     sim = f" (simulated, profile {h['simulated_host']})" if h.get("simulated_host") else ""
     errors = f", {s['errors']} errors {s['errors_by_class']}" if s["errors"] else ", no errors"
+    padded = work.get("padded_tokens")
+    pad = f" · {padded:,} stand-in tokens padded (--unrecorded-context pad)" if padded else ""
     return [
         f"replay {h.get('replay_version', '')} · {h.get('created', '')} · host {host.get('base_url')} · model"
         f" {host.get('model')}{sim}",
-        f"workload {work.get('trajectories')} trajectories, {work.get('turns')} turns · concurrency"
+        f"workload {work.get('trajectories')} trajectories, {work.get('turns')} turns{pad} · concurrency"
         f" {load.get('concurrency')} · tool time {load.get('tool_time')} · seed {load.get('seed')}",
         f"{s['requests']:,} calls{errors}",
     ]

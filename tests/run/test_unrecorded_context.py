@@ -9,6 +9,8 @@ import pytest
 
 from replay.loops.closed_loop import LoadConfig
 from replay.records.reader import read_run
+from replay.reports.html_report import meta_lines
+from replay.reports.report_input import RunReport
 from replay.reports.text_report import to_text
 from replay.runner.rebuild import rebuild_run
 from replay.runner.single_run import RunSpec, execute
@@ -57,6 +59,8 @@ def test_padded_calls_have_the_provider_prompt_size_and_the_head_is_cached(tmp_p
     assert rebuild_run(result.path).summary["run"]["workload"] == result.summary["run"]["workload"]
     text = to_text(result.summary, run.header)
     assert "unrecorded context padded (--unrecorded-context pad): 827,942 stand-in tokens" in text
+    page = meta_lines(RunReport(run, result.summary))
+    assert "827,942 stand-in tokens padded (--unrecorded-context pad)" in page[1]
 
 
 def test_omit_sends_the_recording_as_it_is(tmp_path):
