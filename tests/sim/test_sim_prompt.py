@@ -1,5 +1,8 @@
 """Prompt token ids: the size formula the client side estimates, role framing, one tokenisation per message."""
 
+import base64
+import struct
+
 import numpy as np
 import pytest
 
@@ -7,13 +10,21 @@ from replay.sim.core.prompt import REPLY_PRIMING, PromptTokenizer, message_token
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
 
 TOOL_CALL = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls -la"}'}}
+# An 8×8 PNG's header: OpenAI's estimate (one 512-pixel tile) is 85 + 170 = 255 tokens, as the client counts it.
+PNG = (
+    "data:image/png;base64,"
+    + base64.b64encode(
+        b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", 8, 8) + b"\x08\x00"
+    ).decode()
+)
+IMAGE_TOKENS = 85 + 170
 MESSAGES = [
     {"role": "system", "content": "You are a coding agent."},
     {
         "role": "user",
         "content": [
             {"type": "text", "text": "Fix the b"},
-            {"type": "image_url", "image_url": {}},
+            {"type": "image_url", "image_url": {"url": PNG}},
             {"type": "text", "text": "ug"},
         ],
     },
@@ -42,6 +53,7 @@ def expected_prompt_tokens(messages: list[dict]) -> int:
     for m in messages:
         content = m.get("content")
         if isinstance(content, list):
+            total += IMAGE_TOKENS * sum(1 for p in content if p.get("type") == "image_url")
             content = "".join(p["text"] for p in content if p.get("type") == "text")
         total += len(enc(content or "")) + MESSAGE_OVERHEAD_TOKENS
         total += sum(len(enc(c["function"]["name"] + c["function"]["arguments"])) for c in m.get("tool_calls", ()))
@@ -52,6 +64,11 @@ async def test_prompt_size_is_the_client_formula():
     ids = await PromptTokenizer().prompt_ids(MESSAGES)
     assert ids.dtype == np.int32
     assert len(ids) == expected_prompt_tokens(MESSAGES)
+    again = await PromptTokenizer().prompt_ids([MESSAGES[1]])
+    skip = len(message_token_ids(MESSAGES[0], get_tokenizer()))
+    assert (again[:-3] == ids[skip : skip + len(again) - 3]).all()  # an image is the same ids wherever it is sent
+    with pytest.raises(ValueError, match="needs a 'url'"):
+        await PromptTokenizer().prompt_ids([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])
 
 
 async def test_each_distinct_message_is_tokenised_once():
