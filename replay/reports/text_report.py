@@ -81,9 +81,10 @@ def _head(header: dict[str, Any]) -> list[str]:
     padding = header.get("workload", {}).get("padding") or {}
     if padding.get("padded_tokens"):
         share = padding.get("padded_share")
+        of = f" ({100 * share:.1f}% of them)" if isinstance(share, float | int) else ""
         lines.append(
             f"unrecorded context padded (--unrecorded-context pad): {padding['padded_tokens']:,} stand-in tokens in"
-            f" one pass of the calls' prompts ({100 * share:.1f}% of them), in"
+            f" one pass of the calls' prompts{of}, in"
             f" {plural(padding['trajectories'], 'trajectory')}; heads {padding['head_tokens']:,} tokens"
         )
     return lines

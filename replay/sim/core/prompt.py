@@ -238,7 +238,8 @@ def _anthropic_text(content: Any, images: list[dict[str, Any]]) -> str:
             inner = block.get("content")
             parts.append(inner if isinstance(inner, str) else _anthropic_text(inner or [], images))
         elif kind == "image":
-            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            given = block.get("source")
+            source: dict[str, Any] = given if isinstance(given, dict) else {}
             if source.get("type") == "base64":
                 url = f"data:{source.get('media_type')};base64,{source.get('data')}"
             elif source.get("type") == "url" and isinstance(source.get("url"), str):

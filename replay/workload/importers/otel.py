@@ -223,9 +223,9 @@ def _session_calls(spans: list[Span], tool_spans: list[Span], conv: Converter, s
             output = make_output(first.get("content"), first.get("tool_calls"))
         if raw_out is not None:
             outs = structured(raw_out, src, span.where, "gen_ai.output.messages")
-            first = outs[0] if isinstance(outs, list) and outs and isinstance(outs[0], dict) else None
-            if first is not None:
-                output = conv.output(src.expect(first.get("parts"), list, f"{span.where} output parts", "a list"))
+            choice = outs[0] if isinstance(outs, list) and outs and isinstance(outs[0], dict) else None
+            if choice is not None:
+                output = conv.output(src.expect(choice.get("parts"), list, f"{span.where} output parts", "a list"))
         nxt = spans[k + 1] if k + 1 < len(spans) else None
         if output is None and nxt is not None and len(inputs[k + 1]) > len(inputs[k]):
             after = inputs[k + 1][len(inputs[k])]
