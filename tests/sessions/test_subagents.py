@@ -66,7 +66,9 @@ def test_subagents_run_concurrently_with_their_own_cache_behaviour(tmp_path: Pat
     # the host caches what it prefilled: the spawning request's prompt, in whole 16-token blocks
     spawning = by[("parent", 1)]
     assert truth[fork0.id]["cached_tokens"] >= (spawning.prompt_tokens - 1) // 16 * 16 > 0
-    assert fresh0.reusable_prefix_tokens == 0 and truth[fresh0.id]["cached_tokens"] == 0
+    # the fresh one starts cold but for one 16-token block: the chat template's start and the run's tag, which every
+    # system prompt of the run begins with (the run's sessions share it, as real agents' do)
+    assert fresh0.reusable_prefix_tokens == 0 and truth[fresh0.id]["cached_tokens"] <= 16
     task = run.tasks[0]
     assert (task.complete, task.subagents, task.subagent_calls) == (True, 2, 5)
     assert task.subagent_model_time_s > 0
