@@ -2,8 +2,8 @@
 
 The sweep itself is ``replay sweep`` (one run per level, each in its own embedded simulated host, and a sweep
 index with the knee and the frontier); this script adds what the docs show: a PNG, a CSV and a Markdown table.
-``--virtual`` is ``replay sweep --virtual``: the same engine on a virtual clock (``replay.sim.core.virtual``), no
-sockets and no client, seconds of CPU for the whole sweep, for a preview of the curve's shape or profile work.
+``--virtual`` is ``replay sweep --virtual``: the same runs on a virtual clock (``replay.runner.virtual_run``: the
+same sessions, run files and figures, the engine in this process, no sockets), seconds of CPU for the whole sweep.
 
     python scripts/sweep.py --profile moe-8gpu --concurrency 1,2,4,8,16,24,32,48,64 \\
         --duration 90 --warmup 20 --out docs/img/sweep-moe-8gpu
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=20.0)
     parser.add_argument("--drain-timeout", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--virtual", action="store_true", help="virtual clock: the engine alone, in seconds")
+    parser.add_argument("--virtual", action="store_true", help="virtual clock: the same runs in seconds")
     parser.add_argument(
         "--no-salt-tasks", action="store_true", help="copies of a trajectory share their prefixes (not distinct agents)"
     )

@@ -6,9 +6,9 @@
     python scripts/twin_check.py --llama --concurrency 3,6                  # llama-server (scripts/real_engine.py)
     python scripts/twin_check.py --host http://127.0.0.1:8000/v1 --model M --concurrency 6 TRAJ.jsonl
 
-The twin's prediction runs the fitted profile on the virtual clock (``replay.sim.core.virtual.simulate``: the
-workload closed loop, salted tasks, recorded tool pauses) over the same window as the measurement, which is
-a ``replay run`` against the host (``--virtual``: the true profile on the same clock). ``--llama`` starts
+The twin's prediction runs the fitted profile on the virtual clock (``replay.runner.virtual_run``: the run's closed
+loop, salted tasks, recorded tool pauses, the engine in this process) over the same window as the measurement, which
+is a ``replay run`` against the host (``--virtual``: the true profile on the same clock). ``--llama`` starts
 llama-server as the engine tests do (``-np 4 -c 16384``, one thread) and, without trajectories, writes a
 small agent workload that fits its 4,096-token slots. Writes OUT.json with everything when ``--out`` is given.
 """
@@ -38,7 +38,7 @@ FIGURES = ("total_tps", "output_tps", "ttft_p50_s", "ttft_p95_s", "decode_p50_tp
 
 
 def figures(summary: dict[str, Any]) -> dict[str, float | None]:
-    """The compared figures of a ``replay run`` summary or a ``simulate`` result (the same keys)."""
+    """The compared figures of a run's summary (real time or the virtual clock: the same keys)."""
     return {
         "total_tps": summary["throughput"]["total_tps"],
         "output_tps": summary["throughput"]["output_tps"],
@@ -54,15 +54,19 @@ def errors(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, flo
     return {k: (predicted[k] / measured[k] - 1) if predicted.get(k) and measured.get(k) else None for k in FIGURES}
 
 
-def predict(profile: Any, workload: Any, concurrency: int, duration: float, warmup: float, ratio: float = 1.0) -> dict:
+def predict(profile: Any, workload: Any, concurrency: int, duration: float, warmup: float, out: Path,
+            ratio: float = 1.0) -> dict:  # fmt: skip
     """The twin's figures over the same window as the measurement, its input tokens counted as the host counts
     them (``ratio`` host tokens per client token: the twin counts the client's, a run the host's usage)."""
-    from replay.sim.core.virtual import simulate
+    from replay.loops.load import LoadConfig
+    from replay.runner.single_run import RunSpec
+    from replay.runner.virtual_run import execute_virtual
 
-    out = simulate(profile, workload, concurrency, duration, warmup, unique_tasks=True)
-    tp = out["throughput"]
+    load = LoadConfig(concurrency=concurrency, duration_s=duration, warmup_s=warmup)
+    summary = execute_virtual(RunSpec(load=load, out=str(out), progress=False), workload, profile=profile).summary
+    tp = summary["throughput"]
     tp["total_tps"] = tp["output_tps"] + ratio * (tp["cached_input_tps"] + tp["new_input_tps"])
-    return figures(out)
+    return figures(summary)
 
 
 def measure(base: Any, paths: list[str], concurrency: int, duration: float, warmup: float, out: Path) -> dict:
@@ -192,9 +196,9 @@ def check(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         write_twin(twin_path, result.twin_fields(), result.public())
         twin = load_profile_file(twin_path)
         for c in levels:
-            predicted = predict(twin, workload, c, args.measure, args.warmup, result.ratio)
+            predicted = predict(twin, workload, c, args.measure, args.warmup, work / f"twin-c{c}.jsonl", result.ratio)
             if args.virtual:
-                measured = predict(truth, workload, c, args.measure, args.warmup)
+                measured = predict(truth, workload, c, args.measure, args.warmup, work / f"truth-c{c}.jsonl")
             else:
                 measured = measure(base, paths, c, args.measure, args.warmup, work / f"measure-c{c}.jsonl")
             rows.append({"concurrency": c, "predicted": predicted, "measured": measured,

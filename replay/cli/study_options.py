@@ -52,8 +52,9 @@ VIRTUAL = [
     click.option(
         "--virtual",
         is_flag=True,
-        help="Drive the simulated engine on a virtual clock instead (no HTTP, no client: seconds per level; the "
-        "engine's figures only). Needs the embedded simulated host (no --host URL).",
+        help="Run each level on a virtual clock instead: the same sessions, run files and figures, with the "
+        "simulated engine in this process and no HTTP (seconds per level). Needs the embedded simulated host (no "
+        "--host URL).",
     ),
 ]
 
@@ -156,7 +157,9 @@ def load_spec_workload(spec: Any) -> Any:
 
 def runner(opts: dict[str, Any], spec: Any, out_dir: Path, workload: Any = None) -> Any:
     """The level runner the options ask for: ``replay run`` per level, or the virtual clock (``--virtual``)."""
-    from replay.studies.levels import RealRunner, VirtualRunner, tool_scale
+    from replay.runner.run_error import RunError
+    from replay.runner.virtual_run import check_virtual
+    from replay.studies.levels import RealRunner, VirtualRunner
 
     window, warmup = seconds(opts, "window"), seconds(opts, "warmup")
     if opts.get("virtual") and spec.host:
@@ -166,12 +169,10 @@ def runner(opts: dict[str, Any], spec: Any, out_dir: Path, workload: Any = None)
         spec.progress = not opts.get("quiet")
         return RealRunner(spec, out_dir, window, warmup, workload=workload)
     try:
-        scale = tool_scale(spec.load.tool_time)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--tool-time") from None
-    runner = VirtualRunner(spec.sim_profile, workload, window, warmup, spec.load.seed, spec.load.salt_tasks, scale)
-    runner.profile_file = spec.sim_profile_file
-    return runner
+        check_virtual(spec)
+    except RunError as exc:
+        raise click.BadParameter(str(exc), param_hint="--virtual") from None
+    return VirtualRunner(spec, out_dir, window, warmup, workload=workload)
 
 
 def out_dir(opts: dict[str, Any], kind: str) -> Path:

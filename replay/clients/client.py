@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from replay.clients import provider_fields
 from replay.clients.affinity import Affinity
@@ -42,6 +42,21 @@ def make_flavour(api: str, options: RequestOptions) -> Flavour:
         return FLAVOURS[api](options)
     except KeyError:
         raise ValueError(f"unknown API flavour {api!r}; expected one of {', '.join(FLAVOURS)}") from None
+
+
+class ModelClient(Protocol):
+    """What sessions use of a client: ``HostClient`` over HTTP, or the virtual clock's host in this process
+    (``replay.runner.virtual_host``). A call fills one record, whatever happens."""
+
+    def render(self, context: Sequence[Message], max_tokens: int, tools: list[dict[str, Any]] | None,
+               conversation: Conversation | None = None) -> Any: ...  # fmt: skip
+
+    def new_conversation(self) -> Conversation | None: ...
+
+    async def warm(self, connections: int) -> None: ...
+
+    async def call(self, body: Any, rec: RequestRecord, conversation: Conversation | None = None,
+                   context: Sequence[Message] = (), collect: bool = False) -> dict[str, str] | None: ...  # fmt: skip
 
 
 class HostClient:

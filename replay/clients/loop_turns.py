@@ -89,13 +89,25 @@ class LoopTurns:
         await waiter
 
 
-_BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopTurns] = weakref.WeakKeyDictionary()
+class Unbudgeted:
+    """A loop whose turns take no time (the virtual clock's): every piece goes at once, in the order it came."""
+
+    __slots__ = ()
+
+    def spent(self) -> bool:
+        return False
+
+    async def turn(self) -> None:
+        return
 
 
-def loop_turns() -> LoopTurns:
-    """The running loop's budget (made on first use)."""
+_BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopTurns | Unbudgeted] = weakref.WeakKeyDictionary()
+
+
+def loop_turns() -> LoopTurns | Unbudgeted:
+    """The running loop's budget (made on first use; none on a virtual clock's loop, where a turn takes no time)."""
     loop = asyncio.get_running_loop()
     found = _BY_LOOP.get(loop)
     if found is None:
-        found = _BY_LOOP[loop] = LoopTurns(loop)
+        found = _BY_LOOP[loop] = Unbudgeted() if getattr(loop, "virtual", False) else LoopTurns(loop)
     return found

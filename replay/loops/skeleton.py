@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from replay.clients.client import HostClient
+from replay.clients.client import ModelClient
 from replay.clock import now
 from replay.loops.client_monitor import ClientMonitor
 from replay.loops.live import LiveState, print_progress
@@ -63,6 +63,8 @@ class LoadModel:
     """How one run keeps its sessions busy (a model is made for one run); ``run_loop`` does everything else. The
     defaults are the closed loop's in one process; a model overrides what differs."""
 
+    nonce: str | None = None  # the run's salt, when the caller chooses it (a virtual run: from its seed)
+
     def plan(self, load: LoadConfig, workload: Workload) -> RunPlan:
         """The task limit, the sessions at once and the window's rule."""
         return RunPlan.of(load, len(workload.tasks))
@@ -73,6 +75,8 @@ class LoadModel:
 
     def salt(self, load: LoadConfig) -> str | None:
         """The run's nonce (every task a distinct conversation), or None when tasks are not salted."""
+        if self.nonce is not None and load.salt_tasks and load.salt_nonce is None:
+            return self.nonce
         return run_nonce(load)
 
     def rng(self, load: LoadConfig) -> random.Random:
@@ -114,7 +118,7 @@ class LoadModel:
 
 async def run_loop(
     workload: Workload,
-    client_factory: Callable[[Any], HostClient],
+    client_factory: Callable[[Any], ModelClient],
     transport: AbstractAsyncContextManager[Any],
     load: LoadConfig,
     model: LoadModel,
@@ -179,7 +183,7 @@ def _new_run(workload: Workload, load: LoadConfig, model: LoadModel, writer: Rec
     return run
 
 
-def _context(run: LoopRun, model: LoadModel, client: HostClient) -> SessionContext:
+def _context(run: LoopRun, model: LoadModel, client: ModelClient) -> SessionContext:
     """What every session of the run shares; each record goes to the writer and the live view as it happens."""
     load, live, plan, workload = run.load, run.live, run.plan, run.workload
     first_back: set[int] = set()

@@ -7,7 +7,8 @@ is flushed as it is written, so a crash or Ctrl-C leaves every finished request 
 ``replay report`` can rebuild every figure from the file alone.
 
 All ``t_*`` times are ``time.perf_counter()`` seconds (CLOCK_MONOTONIC on Linux, shared by every
-process on the machine); the header's ``clock`` anchor maps them to wall-clock time.
+process on the machine), or a virtual clock's seconds (header ``clock.name`` ``virtual``); the header's ``clock``
+anchor maps them to wall-clock time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from replay import clock
 from replay.records.scrub import Scrubber
 
 RUN_FORMAT = "replay.run/1"
@@ -127,8 +129,9 @@ class RunData:
 
 
 def clock_anchor() -> dict[str, float]:
-    """Pairs the monotonic clock with wall time so records can be placed on a calendar."""
-    return {"perf_counter": time.perf_counter(), "unix": time.time()}
+    """Pairs the run's clock (``perf_counter``, or a virtual clock's time) with wall time so records can be placed
+    on a calendar."""
+    return {"perf_counter": clock.now(), "unix": time.time()}
 
 
 class RecordSink(Protocol):

@@ -354,17 +354,24 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         with contextlib.suppress(Exception):
             writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    if previous is None and windows is None:
-        summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
-        if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-            summary["truth"] = compare_file(out, [truth_log], summary["requests"])
-        judge(summary, writer.header_data, writer.footer_data)
-    else:  # segments and windows: as the report reads them (its baseline gate included)
+    return RunResult(run_summary(writer, stream, previous is None and windows is None, truth_log), writer.header_data,
+                     out, writer.footer_data)  # fmt: skip
+
+
+def run_summary(writer: RunWriter, stream: StreamSummary, one_piece: bool, truth_log: Path | None = None) -> Any:
+    """A finished run's summary, judged: from the live accumulator when the file is one piece, else as the report
+    reads the file back (segments and windows, its baseline gate included); the truth check when the host left a
+    truth log."""
+    if not one_piece:
         try:
-            summary = rebuild_run(out).summary
+            return rebuild_run(writer.path).summary
         except ValueError as exc:  # a baseline that cannot be read
             raise RunError(f"--baseline: {exc}") from None
-    return RunResult(summary, writer.header_data, out, writer.footer_data)
+    summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
+    if truth_log is not None and truth_log.exists():  # complete: the host has stopped
+        summary["truth"] = compare_file(writer.path, [truth_log], summary["requests"])
+    judge(summary, writer.header_data, writer.footer_data)
+    return summary
 
 
 def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:
@@ -400,7 +407,7 @@ def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestO
           stream: StreamSummary, jobs: list[Any], previous: Any) -> Any:  # fmt: skip
     """The closed loop, or the open loop when the spec has arrivals."""
     factory = lambda transport: make_client(host, options, transport)  # noqa: E731
-    check = _threshold_check(spec, stream, writer)
+    check = threshold_check(spec, stream, writer)
     if spec.arrivals is None and (spec.workers > 1 or spec.ray):
         return _sharded(spec, workload, host, options, writer, check, jobs)
     model = ClosedLoop(previous.tasks_started if previous else 0) if spec.arrivals is None else OpenLoop(
@@ -424,7 +431,7 @@ async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options:
         raise RunError(writer.scrub_text(str(exc))) from None
 
 
-def _threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:
+def threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:
     """For --abort-on-fail: a check the closed loop calls every few seconds (None: no check)."""
     if not (spec.abort_on_fail and spec.thresholds):
         return None

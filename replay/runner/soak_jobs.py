@@ -4,10 +4,9 @@ the live figures to Prometheus."""
 from __future__ import annotations
 
 import asyncio
-from time import perf_counter
 from typing import Any
 
-from replay import event_loop
+from replay import clock, event_loop
 from replay.metrics.windows import WindowRecorder
 from replay.records.run_file import RunWriter
 from replay.reports.prometheus_export import PrometheusSink, serve_metrics
@@ -28,7 +27,7 @@ def close_last_window(windows: WindowRecorder, writer: RunWriter, sampler: HostM
     increases add up to the host's over the whole run)."""
     if sampler is not None:
         windows.host_metrics = event_loop.run(sampler.sample())
-    writer.mark("window", windows.close(perf_counter()))
+    writer.mark("window", windows.close(clock.now()))
 
 
 def side_jobs(
@@ -51,7 +50,7 @@ async def _close_windows(windows: WindowRecorder, writer: RunWriter, sampler: Ho
     """Append each window's record as it closes (written and synced: a killed soak keeps every closed window),
     with the host's own metrics of the window when asked to scrape them."""
     while True:
-        await asyncio.sleep(max(windows.due() - perf_counter(), 0.0))
+        await asyncio.sleep(max(windows.due() - clock.now(), 0.0))
         if sampler is not None:
             windows.host_metrics = await sampler.sample()
-        writer.mark("window", windows.close(perf_counter()))
+        writer.mark("window", windows.close(clock.now()))

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from replay import clock
-from replay.clients.client import HostClient
+from replay.clients.client import ModelClient
 from replay.clients.flavours.base import Conversation
 from replay.clients.loop_turns import loop_turns
 from replay.records.run_file import RequestRecord, TaskRecord
@@ -48,7 +48,7 @@ TERMINAL = {"context_overflow"}  # failures that end the task whatever the polic
 class SessionContext:
     """What every session of a run shares: the client, the policies, and where records go."""
 
-    client: HostClient
+    client: ModelClient  # HostClient over HTTP, or the virtual clock's host
     tool_time: ToolTimePolicy
     stop: asyncio.Event
     on_request: Callable[[RequestRecord], None]

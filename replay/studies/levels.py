@@ -1,13 +1,13 @@
 """One run per load level, for the studies (sweep, capacity search, claims): a runner turns a concurrency into a
-summary, in real time against a host or on the simulated engine's virtual clock.
+summary, in real time against a host or on the virtual clock.
 
 ``RealRunner`` is ``replay run`` at one concurrency: the base ``RunSpec`` with that many sessions, a warm-up and
 then a steady window of stated length (``duration = warm-up + window``), its own run file per level, sessions
-(and the embedded simulated host) started afresh per level. ``VirtualRunner`` drives the same engine model as the
-simulated host on a virtual clock (``replay.sim.core.virtual``): no HTTP, no client, seconds of CPU per level, and a
-summary with the engine's figures only (throughput, TTFT p50/p95, decode p25/p50, host cache hit). Both are
-deterministic enough to repeat a level (``attempt``): the real one measures again, the virtual one gives the same
-figures (it has no noise to show).
+(and the embedded simulated host) started afresh per level. ``VirtualRunner`` is the same run on the virtual clock
+(``replay.runner.virtual_run``): the same sessions, run file and summary, with the simulated engine in this process
+and time that jumps from event to event, so a level takes seconds of CPU; its levels share the workload's prompt ids.
+Both can repeat a level (``attempt``): the real one measures again, the virtual one gives the same figures (it has no
+noise to show).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from replay.workload.trajectory import Workload
 
 @dataclass(slots=True)
 class Level:
-    """One measured level: its concurrency, its summary and its run file (None on the virtual clock)."""
+    """One measured level: its concurrency, its summary and its run file (None in an index written before virtual
+    levels had run files: its summary is kept in the index)."""
 
     concurrency: int
     summary: dict[str, Any]
@@ -46,8 +47,6 @@ class RealRunner:
     workload: Workload | None = None
 
     def __call__(self, concurrency: int, attempt: int = 1) -> Level:
-        from replay.runner.single_run import execute
-
         if self.workload is None:  # loaded once, shared by every level
             from replay.runner.single_run import load_run_workload
 
@@ -62,54 +61,24 @@ class RealRunner:
             tasks=None,
         )
         spec = dataclasses.replace(self.spec, load=load, out=str(out), sim_truth_log=None)
-        result = execute(spec, self.workload)
-        return Level(concurrency, result.summary, str(out), attempt)
+        return Level(concurrency, self.execute(spec, self.workload).summary, str(out), attempt)
+
+    def execute(self, spec: Any, workload: Workload) -> Any:
+        from replay.runner.single_run import execute
+
+        return execute(spec, workload)
 
 
 @dataclass(slots=True)
-class VirtualRunner:
-    """The simulated engine alone on a virtual clock (``replay.sim.core.virtual.simulate``), per level."""
+class VirtualRunner(RealRunner):
+    """The same levels on the virtual clock (the simulated engine in this process), sharing the prompt ids."""
 
-    profile: str
-    workload: Workload
-    window_s: float
-    warmup_s: float
-    seed: int = 0
-    distinct_tasks: bool = True  # as --salt-tasks: no two tasks share a cached prefix
-    tool_scale: float = 1.0
-    profile_file: str | None = None  # a profile from a file, over ``profile`` as its base
+    prompts: Any = None  # replay.sim.core.prompt.WireIds, made at the first level
 
-    def __call__(self, concurrency: int, attempt: int = 1) -> Level:
-        from replay.sim.core.profile_file import resolve_profile
-        from replay.sim.core.profiles import get_profile
-        from replay.sim.core.virtual import simulate
+    def execute(self, spec: Any, workload: Workload) -> Any:
+        from replay.runner.virtual_run import execute_virtual
+        from replay.sim.core.prompt import WireIds
 
-        profile = resolve_profile(self.profile, self.profile_file) if self.profile_file else get_profile(self.profile)
-        raw = simulate(
-            profile,
-            self.workload,
-            concurrency,
-            self.warmup_s + self.window_s,
-            self.warmup_s,
-            self.seed,
-            tool_scale=self.tool_scale,
-            unique_tasks=self.distinct_tasks,
-        )
-        return Level(concurrency, virtual_summary(raw), None, attempt)
-
-
-def virtual_summary(raw: dict[str, Any]) -> dict[str, Any]:
-    """The virtual engine's figures in the summary's shape (the keys it has), marked ``virtual``."""
-    t = dict(raw["throughput"])
-    t["total_tokens_per_min"] = t["total_tps"] * 60
-    t["output_tokens_per_min"] = t["output_tps"] * 60
-    return {**raw, "throughput": t, "errors": 0, "errors_by_class": {}, "virtual": True}
-
-
-def tool_scale(policy: Any) -> float:
-    """The virtual clock's tool-time factor for a ``ToolTimePolicy`` (it knows recorded, scale:X and none)."""
-    if policy.kind == "recorded":
-        return 1.0
-    if policy.kind in ("scale", "none"):
-        return policy.value
-    raise ValueError(f"--tool-time {policy}: the virtual clock takes recorded, scale:X or none")
+        if self.prompts is None:
+            self.prompts = WireIds()
+        return execute_virtual(spec, workload, self.prompts)

@@ -1,19 +1,16 @@
-"""Where a probe pass runs: against a host through the run machinery (its closed loop, client and records), or
-against the simulated engine on a virtual clock (the tests' known profiles, in seconds of CPU).
+"""Where a probe pass runs: the run machinery's closed loop against a host (its client and records), or the same
+loop on the virtual clock against the simulated engine in this process (the tests' known profiles, in seconds of CPU).
 
-Both take a pass (a workload and a concurrency, closed loop, no tool pauses, no task salt: the pass's own
-prompts are already new to the host) with a time budget, and give back the ``RequestRecord`` of every call,
-so the probe reads one kind of record whichever ran it. A pass stops starting calls when its budget is
-spent; calls in flight then get ``DRAIN_S`` to finish.
+Both run a pass (a workload and a concurrency, closed loop, no tool pauses, no task salt: the pass's own prompts are
+already new to the host) with a time budget as the same ``LoadConfig`` (``pass_load``), and give back the
+``RequestRecord`` of every call, so the probe reads one kind of record whichever ran it. A pass stops starting calls
+when its budget is spent; calls in flight then get ``DRAIN_S`` to finish.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import signal
-from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Protocol
@@ -23,6 +20,7 @@ from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
+from replay.clock import VIRTUAL_START_S, run_virtual
 from replay.errors import ReplayError
 from replay.loops.closed_loop import ClosedLoop
 from replay.loops.load import LoadConfig
@@ -31,12 +29,13 @@ from replay.records.reader import read_run
 from replay.records.run_file import RequestRecord, RunWriter
 from replay.records.scrub import Scrubber
 from replay.runner.run_header import build_header
+from replay.runner.virtual_host import VirtualHost
 from replay.sessions.tool_time import ToolTimePolicy
-from replay.sim.core.engine import FINISHED, EngineCore, Seq
+from replay.sim.core.engine import EngineCore
 from replay.sim.core.profiles import SimProfile
-from replay.sim.core.virtual import _Prompts
+from replay.sim.core.prompt import WireIds
 from replay.twin.host_facts import HostFacts, read_host_facts
-from replay.workload.trajectory import Trajectory, Workload
+from replay.workload.trajectory import Workload
 
 DRAIN_S = 5.0
 
@@ -98,9 +97,7 @@ class HttpRunner:
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]:
         self.passes += 1
         path = self.directory / f"run-{self.passes:02d}.jsonl"
-        load = LoadConfig(concurrency=concurrency, tasks=len(workload.tasks), duration_s=max(budget_s, 1.0),
-                          warmup_s=0.0, tool_time=ToolTimePolicy.parse("none"), salt_tasks=False,
-                          drain_timeout_s=DRAIN_S)  # fmt: skip
+        load = pass_load(workload, concurrency, budget_s)
         spec = dataclasses.replace(self.spec, load=load, out=str(path), progress=False, retries=0)
         writer = RunWriter(path, self.scrub)
         footer: dict[str, Any] = {"stop_reason": "crashed"}
@@ -117,119 +114,53 @@ class HttpRunner:
         return read_run(path, notes=lambda _: None).requests
 
 
-@dataclass(slots=True)
-class _Session:
-    slot: int
-    traj: Trajectory | None = None
-    task: int = -1
-    turn: int = 0
-    context: list[Any] = field(default_factory=list)
+def pass_load(workload: Workload, concurrency: int, budget_s: float) -> LoadConfig:
+    """A pass as the loop runs it: its tasks once, at ``concurrency``, for at most ``budget_s``, no pauses, no salt."""
+    return LoadConfig(concurrency=concurrency, tasks=len(workload.tasks), duration_s=max(budget_s, 1.0), warmup_s=0.0,
+                      tool_time=ToolTimePolicy.parse("none"), salt_tasks=False, drain_timeout_s=DRAIN_S)  # fmt: skip
+
+
+class _Records:
+    """Where a virtual pass's loop writes: the records kept for the probe (no file, no summary)."""
+
+    def __init__(self) -> None:
+        self.requests: list[RequestRecord] = []
+
+    def request(self, rec: RequestRecord) -> None:
+        self.requests.append(rec)
+
+    def task(self, rec: Any) -> None:
+        """Tasks are not what a probe reads."""
+
+    def phase(self, name: str, t: float) -> None:
+        """Nor are phases."""
+
+    def client(self, sample: dict[str, Any]) -> None:
+        """Nor the client's samples (the virtual clock takes none)."""
 
 
 class VirtualRunner:
-    """The simulated engine of ``profile`` on a virtual clock, kept across passes (its cache too), as a host is.
-
-    It sends what the server would be sent (the same prompt token ids, ``max_tokens`` and ``ignore_eos``),
-    refuses what the server refuses (prompt + answer over the context: ``context_overflow``), and stamps
-    every token when the step that sampled it ends: the truth the real-time server's client would measure,
-    without the HTTP path's millisecond.
-    """
+    """Each pass is the same closed loop on the virtual clock, against the simulated engine of ``profile`` in this
+    process, kept across passes (its cache too) as a host is, and its clock going on from pass to pass. It is sent
+    what the simulated host would be sent and answers as it would (``replay.runner.virtual_host``)."""
 
     def __init__(self, profile: SimProfile, seed: int = 0) -> None:
+        self.profile = profile
         self.core = EngineCore(profile, seed)
-        self.prompts = _Prompts()
-        self.t = 0.0
-        self.calls = 0
+        self.prompts = WireIds()
+        self.t = VIRTUAL_START_S
 
     @property
     def elapsed(self) -> float:
-        return self.t
+        return self.t - VIRTUAL_START_S
 
     def host_facts(self) -> HostFacts:
         return HostFacts()  # the engine states nothing: the probe measures it, as a host that says nothing
 
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]:
-        core, limit = self.core, self.core.profile.model_len_limit
-        deadline, hard = self.t + budget_s, self.t + budget_s + DRAIN_S
-        tasks = deque(workload.tasks)
-        sessions = [_Session(i) for i in range(min(concurrency, len(tasks)))]
-        events = [(self.t, i, s.slot) for i, s in enumerate(sessions)]
-        heapq.heapify(events)
-        tiebreak = len(events)
-        done: list[RequestRecord] = []
-        live: dict[int, tuple[Seq, RequestRecord, _Session]] = {}
-        task_count = 0
-
-        def send(s: _Session, t: float) -> None:
-            nonlocal tiebreak, task_count
-            if s.traj is None or s.turn >= len(s.traj.turns):
-                if not tasks:
-                    return
-                s.traj, s.turn, s.context, s.task = tasks.popleft(), 0, [], task_count
-                task_count += 1
-            turn = s.traj.turns[s.turn]
-            if turn.truncate_to is not None:
-                del s.context[turn.truncate_to :]
-            s.context.extend(turn.append)
-            ids = self.prompts.ids(s.context)
-            self.calls += 1
-            rec = RequestRecord(id=f"v{self.calls}", session=s.slot, task=s.task, trajectory=s.traj.id, turn=s.turn,
-                                t_sent=t, max_tokens=turn.output_tokens, prompt_tokens_est=turn.prompt_tokens_est,
-                                reusable_prefix_tokens=turn.reusable_prefix_tokens)  # fmt: skip
-            if len(ids) + turn.output_tokens > limit:
-                rec.status, rec.error, rec.t_done = 400, "context_overflow", t
-                done.append(rec)
-                end_turn(s, t)
-                return
-            target, reason = core.plan_output(turn.output_tokens, True, turn.output_tokens)
-            seq = core.new_seq(rec.id, ids, target, reason)
-            live[id(seq)] = (seq, rec, s)
-            core.add(seq, t)
-
-        def end_turn(s: _Session, t: float) -> None:
-            nonlocal tiebreak
-            assert s.traj is not None
-            s.context.append(s.traj.turns[s.turn].output_message)
-            s.turn += 1
-            heapq.heappush(events, (t, tiebreak, s.slot))
-            tiebreak += 1
-
-        step, t_end, t = None, float("inf"), self.t
-        while True:
-            t_event = events[0][0] if events else float("inf")
-            if t_event < deadline and (step is None or t_event < t_end):
-                t, _, slot = heapq.heappop(events)
-                send(sessions[slot], t)
-                if step is None:
-                    step = core.schedule(t)
-                    t_end = t + step.duration if step is not None else float("inf")
-                continue
-            if step is None or t_end > hard:
-                break
-            t = t_end
-            core.complete(step, t)
-            for seq, _ in step.items:
-                entry = live.get(id(seq))
-                if entry is None:
-                    continue
-                _, rec, s = entry
-                if seq.num_output > rec.output_events:
-                    rec.output_events = seq.num_output
-                    rec.chunks += [t - rec.t_sent, 1]
-                    rec.t_first_token = rec.t_first_answer = rec.t_first_token or t
-                    rec.t_last_token = t
-                if seq.state == FINISHED:
-                    del live[id(seq)]
-                    rec.t_done, rec.status, rec.finish_reason = t, 200, seq.finish_reason
-                    rec.prompt_tokens, rec.cached_tokens = seq.prompt_len, seq.cached_tokens
-                    rec.output_tokens = seq.num_output
-                    done.append(rec)
-                    end_turn(s, t)
-            step = core.schedule(t)
-            t_end = t + step.duration if step is not None else float("inf")
-        for seq, rec, _ in live.values():  # past the drain: given up, as the client gives them up
-            core.abort(seq)
-            rec.error, rec.t_done = "cancelled", t
-            done.append(rec)
-        self.t = max(t, self.t)
-        return sorted(done, key=lambda r: r.t_sent)
+        records = _Records()
+        host = VirtualHost(self.profile, "replay-sim", self.prompts, self.core)
+        run = run_loop(workload, lambda h: h, host, pass_load(workload, concurrency, budget_s), ClosedLoop(), records,
+                       progress=False, client_samples=False)  # fmt: skip
+        _, self.t = run_virtual(run, self.t)
+        return records.requests

@@ -16,10 +16,10 @@ from replay.sim.core.engine import EngineCore
 from replay.sim.core.profile_file import ProfileFileError, load_profile_file, resolve_profile
 from replay.sim.core.profiles import get_profile
 from replay.sim.core.step_table import StepShape, StepTable
-from replay.sim.core.virtual import simulate
 from replay.sim.server.app import start_sim
 from replay.workload.trajectory import load_workload
 from tests.support.trajectories import simple_turns, write_trajectory
+from tests.support.virtual import virtual_run
 
 TABLE = """
 [steps.prefill]
@@ -143,7 +143,7 @@ def test_the_virtual_clock_runs_on_the_same_table(tmp_path):
     slow = dataclasses.replace(fast, step_table=StepTable.from_dict(orjson.loads(orjson.dumps({
         "prefill": {"tokens": [1000, 2000], "context": [0, 10000], "ms": [[20, 60], [40, 120]]},
         "decode": {"batch": [1, 10], "context": [1000, 5000], "ms": [[8, 10], [12, 24]]}}))))  # fmt: skip
-    a, b = (simulate(p, workload, 1, 5, 0) for p in (fast, slow))
+    a, b = (virtual_run(p, workload, 1, 5, 0).summary for p in (fast, slow))
     assert a["user_decode_tps"]["p50"] == pytest.approx(1000 / 4, rel=0.01)  # 4 ms steps: one stream, short context
     assert b["user_decode_tps"]["p50"] == pytest.approx(a["user_decode_tps"]["p50"] / 2, rel=0.01)
 

@@ -8,8 +8,8 @@ import pytest
 from replay.sim.core.engine import EngineCore
 from replay.sim.core.profiles import get_profile
 from replay.sim.core.step_table import StepShape
-from replay.sim.core.virtual import simulate
 from replay.workload.trajectory import default_workload_path, load_workload
+from tests.support.virtual import virtual_run
 
 WARM = get_profile("speculator-warmup")
 
@@ -54,8 +54,8 @@ def test_a_one_minute_run_shows_the_change():
     """Four agents replaying the shipped workload: calls sent in the last 20 s decode about twice as fast
     as those of the first 20 s (virtual clock, the engine the server runs)."""
     workload = load_workload([default_workload_path()])
-    early = simulate(WARM, workload, 4, 20, 0)
-    late = simulate(WARM, workload, 4, 60, 40)
-    baseline = simulate(get_profile("fast"), workload, 4, 60, 40)
-    e, w, b = (r["user_decode_tps"]["p50"] for r in (early, late, baseline))
+    early = virtual_run(WARM, workload, 4, 20, 0)
+    late = virtual_run(WARM, workload, 4, 60, 40)
+    baseline = virtual_run(get_profile("fast"), workload, 4, 60, 40)
+    e, w, b = (r.summary["user_decode_tps"]["p50"] for r in (early, late, baseline))
     assert w == pytest.approx(2 * e, rel=0.15) and w > 1.7 * b

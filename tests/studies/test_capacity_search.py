@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from replay.hosts.hardware import Hardware
+from replay.runner.single_run import RunSpec
 from replay.studies.capacity import CapacityPlan, bracket, result, search
 from replay.studies.levels import Level, VirtualRunner
 from replay.verdict.thresholds import parse_all
@@ -100,10 +101,11 @@ def test_answer_per_gpu_kw_mw_and_dollar_hour():
     assert [p["step"] for p in doc["probes"]][:3] == ["grow", "grow", "grow"]
 
 
-def test_on_the_virtual_engine_within_one_agent_of_a_full_sweep_in_fewer_runs(default_workload):
-    """The deterministic stand-in: the same engine as the simulated host on a virtual clock."""
+def test_on_the_virtual_engine_within_one_agent_of_a_full_sweep_in_fewer_runs(default_workload, tmp_path):
+    """The deterministic stand-in: the same runs as against the simulated host, on a virtual clock."""
     slo = tuple(parse_all(["user_decode_tps_p25>=30"]))
-    runner = VirtualRunner("moe-8gpu", default_workload, window_s=40, warmup_s=10)
+    spec = RunSpec(sim_profile="moe-8gpu", progress=False)
+    runner = VirtualRunner(spec, tmp_path, window_s=40, warmup_s=10, workload=default_workload)
     p = CapacityPlan(tuple(t.expr for t in slo), 40, 10, "sim:moe-8gpu", limit=64, mode="virtual clock")
     probes = search(runner, slo, p)
     answer, first_broken = bracket(probes)

@@ -22,9 +22,10 @@
   sequence whose tokens are all computed samples one token; a sequence that has its answer is
   finished and lets go of its blocks.
 
-``SimEngine`` runs the core in real time: it sleeps until each step's end, anchored to the previous
-step's end (never to when a sleep returned, so there is no drift), then hands the tokens to the
-sequences' waiters. The ``instant`` profile skips the loop entirely (see ``instant_batches``).
+``SimEngine`` runs the core on its loop's clock (``perf_counter``, or the virtual clock's: ``replay.clock``):
+it sleeps until each step's end, anchored to the previous step's end (never to when a sleep returned, so
+there is no drift), then hands the tokens to the sequences' waiters. The ``instant`` profile skips the loop
+entirely (see ``instant_batches``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import asyncio
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -303,11 +304,16 @@ class EngineCore:
 
 
 class SimEngine:
-    """The core on the wall clock: one asyncio task steps it while there is work."""
+    """The core on a clock (its loop's sleeps follow it): one asyncio task steps it while there is work. ``core``:
+    one kept from an earlier run (its cache too); ``on_step(step, t_end)``: called after each step is applied."""
 
-    def __init__(self, profile: SimProfile, seed: int = 0) -> None:
+    def __init__(self, profile: SimProfile, seed: int = 0, clock: Callable[[], float] = time.perf_counter,
+                 core: EngineCore | None = None, on_step: Callable[[Step, float], None] | None = None,
+                 ) -> None:  # fmt: skip
         self.profile = profile
-        self.core = EngineCore(profile, seed)
+        self.core = core if core is not None else EngineCore(profile, seed)
+        self.clock = clock
+        self.on_step = on_step
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.lag_resets = 0  # times the loop fell lag_reset_s behind and re-anchored
@@ -325,11 +331,11 @@ class SimEngine:
         """Queue a sequence; the loop starts (or wakes) to serve it."""
         if self.profile.instant:
             seq.cached_tokens = self.core.pool.lookup_and_insert_hashes(seq.hashes, seq.prompt_len)
-            seq.t_queued = seq.t_scheduled = time.perf_counter()
+            seq.t_queued = seq.t_scheduled = self.clock()
             self.core.prompt_tokens_total += seq.prompt_len
             seq.state = RUNNING
             return
-        self.core.add(seq, time.perf_counter())
+        self.core.add(seq, self.clock())
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         self._wake.set()
@@ -365,7 +371,7 @@ class SimEngine:
         core = self.core
         lag_reset = self.profile.lag_reset_s
         anchor: float | None = None
-        perf = time.perf_counter
+        perf = self.clock
         while True:
             now = perf()
             if anchor is None or now - anchor > lag_reset:
@@ -385,6 +391,8 @@ class SimEngine:
             while (delay := t_end - perf()) > 0:
                 await asyncio.sleep(delay)
             core.complete(step, t_end)
+            if self.on_step is not None:
+                self.on_step(step, t_end)
             anchor = t_end
 
     async def stop(self) -> None:

@@ -183,6 +183,25 @@ class PromptTokenizer:
         raise ValueError("'prompt' must be one non-empty string or one non-empty list of token ids")
 
 
+class WireIds:
+    """Prompt ids of messages held as their chat bytes (``wire``, as the workload keeps them), each distinct message
+    tokenised once by the rules above: what the server's ``PromptTokenizer`` makes of the same messages, for a caller
+    in this process (the virtual clock) that has the messages themselves rather than a request's body."""
+
+    def __init__(self, tokenizer: Tokenizer | None = None) -> None:
+        self._tokenizer = tokenizer or get_tokenizer()
+        self._cache: dict[bytes, np.ndarray] = {}
+
+    def prompt_ids(self, messages: Any) -> np.ndarray:
+        parts = []
+        for m in messages:
+            ids = self._cache.get(m.wire)
+            if ids is None:
+                ids = self._cache[m.wire] = message_token_ids(orjson.loads(m.wire), self._tokenizer)
+            parts.append(ids)
+        return np.concatenate([*parts, REPLY_PRIMING])
+
+
 def anthropic_to_chat(system: Any, messages: Any) -> list[dict[str, Any]]:
     """An Anthropic Messages request as chat messages, so it is counted and cached by the same rules.
 
