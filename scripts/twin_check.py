@@ -54,16 +54,19 @@ def errors(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, flo
     return {k: (predicted[k] / measured[k] - 1) if predicted.get(k) and measured.get(k) else None for k in FIGURES}
 
 
-def predict(profile: Any, workload: Any, concurrency: int, duration: float, warmup: float, out: Path,
-            ratio: float = 1.0) -> dict:  # fmt: skip
+def predict(profile: Any, workload: Any, concurrency: int, duration: float, warmup: float, ratio: float = 1.0,
+            out: Path | None = None) -> dict:  # fmt: skip
     """The twin's figures over the same window as the measurement, its input tokens counted as the host counts
-    them (``ratio`` host tokens per client token: the twin counts the client's, a run the host's usage)."""
+    them (``ratio`` host tokens per client token: the twin counts the client's, a run the host's usage); its run
+    file at ``out`` (default: a temporary one, removed)."""
     from replay.loops.load import LoadConfig
     from replay.runner.single_run import RunSpec
     from replay.runner.virtual_run import execute_virtual
 
     load = LoadConfig(concurrency=concurrency, duration_s=duration, warmup_s=warmup)
-    summary = execute_virtual(RunSpec(load=load, out=str(out), progress=False), workload, profile=profile).summary
+    with tempfile.TemporaryDirectory(prefix="twin-predict-") as tmp:
+        spec = RunSpec(load=load, out=str(out or Path(tmp) / "predict.jsonl"), progress=False)
+        summary = execute_virtual(spec, workload, profile=profile).summary
     tp = summary["throughput"]
     tp["total_tps"] = tp["output_tps"] + ratio * (tp["cached_input_tps"] + tp["new_input_tps"])
     return figures(summary)
@@ -196,9 +199,9 @@ def check(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         write_twin(twin_path, result.twin_fields(), result.public())
         twin = load_profile_file(twin_path)
         for c in levels:
-            predicted = predict(twin, workload, c, args.measure, args.warmup, work / f"twin-c{c}.jsonl", result.ratio)
+            predicted = predict(twin, workload, c, args.measure, args.warmup, result.ratio, work / f"twin-c{c}.jsonl")
             if args.virtual:
-                measured = predict(truth, workload, c, args.measure, args.warmup, work / f"truth-c{c}.jsonl")
+                measured = predict(truth, workload, c, args.measure, args.warmup, out=work / f"truth-c{c}.jsonl")
             else:
                 measured = measure(base, paths, c, args.measure, args.warmup, work / f"measure-c{c}.jsonl")
             rows.append({"concurrency": c, "predicted": predicted, "measured": measured,

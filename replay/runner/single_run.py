@@ -27,19 +27,17 @@ from replay.loops.load import LoadConfig
 from replay.loops.open_loop import OpenLoop, OpenLoopConfig
 from replay.loops.skeleton import run_loop
 from replay.metrics.streaming import StreamSummary
-from replay.metrics.truth_compare import compare_file
 from replay.metrics.windows import Tee, WindowRecorder
 from replay.records.run_file import RunWriter
 from replay.records.scrub import SECRET_NAMES, Scrubber
 from replay.reports.prometheus_export import PrometheusSink
 from replay.runner.embedded_host import embedded_host
-from replay.runner.rebuild import rebuild_run
 from replay.runner.recipes import RecipeFacts, get_recipe, header_block
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
 from replay.runner.run_error import RunError
 from replay.runner.run_header import build_header
+from replay.runner.run_summary import run_summary, threshold_check
 from replay.runner.soak_jobs import close_last_window, host_sampler, side_jobs
-from replay.verdict.judge import judge
 from replay.verdict.thresholds import ThresholdError, parse_all
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
@@ -358,22 +356,6 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
                      out, writer.footer_data)  # fmt: skip
 
 
-def run_summary(writer: RunWriter, stream: StreamSummary, one_piece: bool, truth_log: Path | None = None) -> Any:
-    """A finished run's summary, judged: from the live accumulator when the file is one piece, else as the report
-    reads the file back (segments and windows, its baseline gate included); the truth check when the host left a
-    truth log."""
-    if not one_piece:
-        try:
-            return rebuild_run(writer.path).summary
-        except ValueError as exc:  # a baseline that cannot be read
-            raise RunError(f"--baseline: {exc}") from None
-    summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
-    if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-        summary["truth"] = compare_file(writer.path, [truth_log], summary["requests"])
-    judge(summary, writer.header_data, writer.footer_data)
-    return summary
-
-
 def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:
     """The resumed run's configuration against the file's (the host's own answers, such as its model, aside)."""
     model = spec.model or previous.header.get("host", {}).get("model")
@@ -429,19 +411,3 @@ async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options:
         return await run_workers(plan, writer, spec.progress, check, jobs)
     except WorkerError as exc:
         raise RunError(writer.scrub_text(str(exc))) from None
-
-
-def threshold_check(spec: RunSpec, stream: StreamSummary, writer: RunWriter) -> Any:
-    """For --abort-on-fail: a check the closed loop calls every few seconds (None: no check)."""
-    if not (spec.abort_on_fail and spec.thresholds):
-        return None
-    thresholds = parse_all(spec.thresholds)
-
-    def check() -> str | None:
-        summary = stream.summary(writer.header_data)
-        if not summary["window"]["steady"]:
-            return None  # before the steady window opens, figures are warm-up's
-        breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]
-        return f"threshold breached: {', '.join(breached)}" if breached else None
-
-    return check

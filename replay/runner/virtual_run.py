@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.clients.host import HostConfig
-from replay.clock import run_virtual
+from replay.clock import now, run_virtual
 from replay.loops.closed_loop import ClosedLoop
 from replay.loops.open_loop import OpenLoop, OpenLoopConfig
 from replay.loops.skeleton import LoadModel, run_loop
@@ -28,6 +28,7 @@ from replay.metrics.windows import Tee, WindowRecorder
 from replay.records.run_file import RunWriter
 from replay.runner.run_error import RunError
 from replay.runner.run_header import build_header
+from replay.runner.run_summary import run_summary, threshold_check
 from replay.runner.single_run import (
     DEFAULT_WINDOW_S,
     SIM_MODEL,
@@ -37,8 +38,6 @@ from replay.runner.single_run import (
     _recipe_header,
     check_spec,
     default_out_path,
-    run_summary,
-    threshold_check,
 )
 from replay.runner.soak_jobs import side_jobs
 from replay.runner.virtual_host import VirtualHost
@@ -122,8 +121,6 @@ async def _run(spec: RunSpec, workload: Workload, host: VirtualHost, profile: Si
     footer = await run_loop(workload, lambda h: h, host, spec.load, model, writer, progress=False,
                             check=threshold_check(spec, stream, writer), extra=jobs, client_samples=False)  # fmt: skip
     if windows is not None:
-        from replay.clock import now
-
         writer.mark("window", windows.close(now()))  # the last one, cut at the end
     core = host.core
     footer["engine"] = {"steps": core.steps, "busy_s": core.busy_s, "preemptions": core.preemptions,
