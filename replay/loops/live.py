@@ -10,6 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from replay import clock
+from replay.histogram import TPS_SCALE, US, percentile
 from replay.metrics.accumulator import decode_tps
 from replay.records.run_file import RequestRecord, TaskRecord
 from replay.workload.words import plural
@@ -96,9 +97,9 @@ class LiveState:
 
     def recent_figures(self) -> tuple[float | None, float | None]:
         """TTFT p50 and per-user decode p25 of the calls that finished in the last RECENT_S seconds."""
-        ttfts = sorted(x for _, x, _ in self.recent if x is not None)
-        speeds = sorted(x for _, _, x in self.recent if x is not None)
-        return (ttfts[len(ttfts) // 2] if ttfts else None, speeds[len(speeds) // 4] if speeds else None)
+        ttfts = [x for _, x, _ in self.recent if x is not None]
+        speeds = [x for _, _, x in self.recent if x is not None]
+        return percentile(ttfts, 50, US), percentile(speeds, 25, TPS_SCALE)
 
     def pausing(self, slot: int, until: float | None) -> None:
         """Session ``slot`` entered a tool pause ending at ``until`` (None: it left it)."""

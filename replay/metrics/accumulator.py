@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from replay.histogram import HIGHEST, Histogram
 from replay.metrics.answer_tally import AnswerTally
-from replay.metrics.histogram import HIGHEST, Histogram
 from replay.metrics.host.host_tally import HostTally
 from replay.metrics.recipes.recipe_tally import RecipeTally
 from replay.metrics.task_figures import TaskTally

@@ -12,8 +12,9 @@ Two resampling units, each the one its figure is made of (docs/studies.md):
   drawn with replacement. This ignores the correlation between neighbouring sub-windows, so it understates
   the noise of a host whose rate drifts slowly.
 
-Percentiles here are order statistics over the draw (weights = how often each task was drawn); the point
-estimates a comparison shows are always the summary's own figures.
+Percentiles here are the summary's own (``replay.histogram``: values held at 3 significant digits, ranked by
+round(p × n / 100)), over the draw (weights = how often each task was drawn); the point estimates a comparison
+shows are always the summary's own figures.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.histogram import TPS_SCALE, US, equivalent, units
 from replay.metrics.accumulator import decode_tps
 from replay.metrics.summary import steady_window
 from replay.records.run_file import RequestRecord, RunData
@@ -71,16 +73,19 @@ def _draw_counts(rng: np.random.Generator, groups: int, n: int) -> np.ndarray:
     return np.stack([np.bincount(row, minlength=groups) for row in draws])
 
 
-def _weighted_percentile(values: np.ndarray, codes: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
-    """Per resample, the order-statistic percentile of ``values`` with each value weighted by its group's count."""
-    order = np.argsort(values, kind="stable")
-    v, c = values[order], codes[order]
+def _weighted_percentile(values: np.ndarray, codes: np.ndarray, counts: np.ndarray, q: float,
+                         scale: float = US) -> np.ndarray:  # fmt: skip
+    """Per resample, the percentile ``q`` of ``values`` (positive) with each value weighted by its group's count,
+    by the summary's method (``replay.histogram``), vectorised over the resamples."""
+    held = units(values, scale)
+    order = np.argsort(held, kind="stable")
+    v, c = equivalent(held[order]) / scale, codes[order]
     out = np.empty(counts.shape[0])
     for start in range(0, counts.shape[0], ROWS_PER_CHUNK):
         w = counts[start : start + ROWS_PER_CHUNK][:, c]
         cum = np.cumsum(w, axis=1)
-        target = np.ceil(q / 100 * cum[:, -1])
-        idx = np.argmax(cum >= np.maximum(target, 1)[:, None], axis=1)
+        target = np.maximum((min(q, 100.0) * cum[:, -1] / 100 + 0.5).astype(np.int64), 1)  # histogram.rank
+        idx = np.argmax(cum >= target[:, None], axis=1)
         out[start : start + ROWS_PER_CHUNK] = v[idx]
     return out
 
@@ -111,7 +116,8 @@ def _task_figures(run: RunData, keys: list[str], rng: np.random.Generator, n: in
             pairs = [(v, index[r.task]) for r in measured if (v := fn(r)) is not None]
             if pairs:
                 values, codes = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-                out[key] = _weighted_percentile(values, codes, counts, q)
+                scale = TPS_SCALE if key.startswith("user_decode") else US
+                out[key] = _weighted_percentile(values, codes, counts, q, scale)
         elif key == "cache.host_hit_ratio":
             num, den = np.zeros(len(tasks)), np.zeros(len(tasks))
             for r in measured:

@@ -13,11 +13,9 @@ own figure. ``percentiles`` (exact order statistics) serves the reports that do 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
+from replay.histogram import read_percentiles
 from replay.metrics.accumulator import (
     CONTEXT_EDGES,
     CONTEXT_LABELS,
@@ -39,25 +37,8 @@ def ttft_s(r: RequestRecord) -> float | None:
     return r.t_first_token - r.t_sent if r.t_first_token is not None else None
 
 
-def percentiles(values: Sequence[float], ps: tuple[int, ...]) -> dict[str, float | int | None]:
-    """Order-statistic percentiles and the sample count; ``None`` for each when there are no samples."""
-    out: dict[str, float | int | None] = dict.fromkeys((f"p{p}" for p in ps), None)
-    if values:
-        got = np.percentile(np.asarray(values, dtype=float), ps, method="inverted_cdf")
-        out.update({f"p{p}": float(v) for p, v in zip(ps, got, strict=True)})
-    out["n"] = len(values)
-    return out
-
-
 def _ratio(num: float, den: float) -> float | None:
     return num / den if den else None
-
-
-def _hist_percentiles(h: Any, ps: tuple[int, ...], scale: float) -> dict[str, float | int | None]:
-    n = h.get_total_count()
-    if not n:
-        return {f"p{p}": None for p in ps} | {"n": 0}
-    return {f"p{p}": h.get_value_at_percentile(p) / scale for p in ps} | {"n": n}
 
 
 def _row(label: str, low: int, high: int | None, b: Any) -> dict[str, Any]:
@@ -71,8 +52,8 @@ def _row(label: str, low: int, high: int | None, b: Any) -> dict[str, Any]:
         "host_hit_ratio": hit,
         "client_reuse_ratio": reuse,
         "cache_efficiency": hit / reuse if (hit is not None and reuse) else None,
-        "ttft_s": _hist_percentiles(b.ttft, (50, 95), US),
-        "decode_tps": _hist_percentiles(b.decode, (25, 50), TPS_SCALE),
+        "ttft_s": read_percentiles(b.ttft, (50, 95), US),
+        "decode_tps": read_percentiles(b.decode, (25, 50), TPS_SCALE),
     }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.metrics.breakdowns import percentiles
+from replay.histogram import RATIO, US, percentile
 from replay.records.run_file import RunData, TaskRecord
 from replay.workload.trajectory import Trajectory, TrajectoryError, load_workload
 
@@ -93,9 +93,9 @@ def _figures(replayed: list[float], recorded: list[float]) -> dict[str, Any]:
     return {
         "replayed_mean": sum(replayed) / n,
         "recorded_mean": sum(recorded) / n,
-        "ratio_p50": percentiles(ratio, (50,))["p50"],
-        "drift_p50": percentiles(drift, (50,))["p50"],
-        "drift_p95": percentiles(drift, (95,))["p95"],
+        "ratio_p50": percentile(ratio, 50, RATIO),
+        "drift_p50": percentile(drift, 50, US),
+        "drift_p95": percentile(drift, 95, US),
     }
 
 

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from replay.histogram import Histogram, read_percentiles
 from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
 from replay.metrics.breakdowns import breakdown_figures
-from replay.metrics.histogram import Histogram
 from replay.metrics.host import host_signals, routes
 from replay.metrics.host.cost import run_cost
 from replay.metrics.host.server_figures import server_figures
@@ -166,11 +166,7 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
 
 
 def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> dict[str, float | int | None]:
-    n = hist.get_total_count()
-    out: dict[str, float | int | None] = {f"p{p}": hist.get_value_at_percentile(p) / scale if n else None for p in ps}
-    out["mean"] = hist.get_mean_value() / scale if n else None
-    out["n"] = n
-    return out
+    return read_percentiles(hist, ps, scale, mean=True)
 
 
 def _ratio(num: float, den: float) -> float | None:

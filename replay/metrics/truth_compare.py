@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 
 from replay.errors import ReplayError
+from replay.histogram import US, percentile, percentiles
 from replay.records.run_file import RequestRecord
 
 
@@ -103,22 +104,11 @@ def _spread(values: list[float] | np.ndarray) -> dict[str, float | int | None]:
     if v.size == 0:
         return {"p50": None, "p95": None, "p99": None, "max": None, "bias": None, "n": 0}
     a = np.abs(v)
-    p50, p95, p99 = np.percentile(a, (50, 95, 99))
-    return {
-        "p50": float(p50),
-        "p95": float(p95),
-        "p99": float(p99),
-        "max": float(a.max()),
-        "bias": float(np.median(v)),
-        "n": int(v.size),
-    }
+    return {**percentiles(a, (50, 95, 99), US), "max": float(a.max()), "bias": percentile(v, 50, US), "n": int(v.size)}
 
 
 def _dist(values: list[float]) -> dict[str, float | int | None]:
-    if not values:
-        return {"p50": None, "p95": None, "n": 0}
-    p50, p95 = np.percentile(values, (50, 95))
-    return {"p50": float(p50), "p95": float(p95), "n": len(values)}
+    return {**percentiles(values, (50, 95), US), "n": len(values)}
 
 
 def client_token_times(rec: RequestRecord) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from replay.errors import ReplayError
+from replay.histogram import US, percentile
 from replay.metrics.recorded_timeline import TaskDrift
 from replay.metrics.timeline import Interval, Series
 
@@ -119,8 +120,8 @@ def _cdf(ax: Any, values: Sequence[float], label: str, colour: str) -> None:
         return
     y = np.arange(1, v.size + 1) / v.size
     ax.step(v, y, where="post", label=f"{label} (n={v.size})", color=colour)
-    for p, style in ((0.5, ":"), (0.95, "--")):
-        ax.axvline(v[min(v.size - 1, int(np.ceil(p * v.size)) - 1)], color=colour, linestyle=style, linewidth=0.8)
+    for p, style in ((50, ":"), (95, "--")):  # marked where the summary puts them (the one percentile method)
+        ax.axvline(percentile(v, p, US), color=colour, linestyle=style, linewidth=0.8)
 
 
 @styled

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.histogram import RATIO, percentiles
 from replay.hosts.hardware import Hardware, costs, hardware_of_run
 from replay.metrics.agreement import agreement
 from replay.metrics.bootstrap import RESAMPLES, bootstrap, describe
@@ -74,8 +75,8 @@ def _interval(a: np.ndarray | None, b: np.ndarray | None) -> list[float] | None:
     r = r[np.isfinite(r)]
     if r.size < 0.9 * a.size:  # too many draws without a figure: no honest interval
         return None
-    lo, hi = np.percentile(r, (2.5, 97.5))
-    return [float(lo), float(hi)]
+    lo, hi = percentiles(r, (2.5, 97.5), RATIO).values()
+    return [lo, hi] if lo is not None and hi is not None else None
 
 
 def _verdict(ratio: float | None, ci: list[float] | None, better: str) -> tuple[str, bool | None]:

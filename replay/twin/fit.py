@@ -32,7 +32,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from replay.histogram import percentile
 from replay.sim.core.profiles import SimProfile
+
+RELATIVE = 1_000_000  # relative errors held to a millionth before the histogram's 3 significant digits
 
 NAMES = (
     "overhead_s",
@@ -206,7 +209,7 @@ def fit(prefill: Sequence[PrefillPoint], decode: Sequence[DecodePoint], chunk: i
         raise ValueError("the fit needs at least one TTFT and one decode point")
     first = _fit(pre, dec, chunk)
     e_pre, e_dec = _errors(first.coefficients, pre, dec, chunk)
-    bound = max(OUTLIER, 4 * float(np.median(np.abs(np.concatenate([e_pre, e_dec])))))
+    bound = max(OUTLIER, 4 * (percentile(np.abs(np.concatenate([e_pre, e_dec])), 50, RELATIVE) or 0.0))
     keep_pre = [p for p, e in zip(pre, e_pre, strict=True) if abs(e) <= bound]
     keep_dec = [d for d, e in zip(dec, e_dec, strict=True) if abs(e) <= bound]
     kept = len(keep_pre) + len(keep_dec)

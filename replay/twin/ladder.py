@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from replay.twin.fit import Coefficients
 from replay.twin.plan import MIN_PROMPT, ladder_pass, ladder_warmup
-from replay.twin.points import decode_window, ok, peak_decoding, percentile, span
+from replay.twin.points import decode_window, ok, peak_decoding, seconds_percentile, span
 
 if TYPE_CHECKING:
     from replay.twin.state import Measured, Phase
@@ -89,7 +89,7 @@ def run_ladder(phase: Phase, m: Measured, kv_tokens: float, max_concurrency: int
         ttfts = [span(r)[0] - r.t_sent for r in ok(records)]
         level = {"concurrency": streams, "prefix_tokens": prefix, "new_tokens": new, "answer_tokens": answer,
                  "calls_ok": len(ttfts), "errors": sum(1 for r in records if not r.ok), "decoding_peak": peak,
-                 "ttft_p50_s": percentile(ttfts, 50), "ttft_max_s": max(ttfts, default=None),
+                 "ttft_p50_s": seconds_percentile(ttfts, 50), "ttft_max_s": max(ttfts, default=None),
                  "step_s": window.point.step_s if window else None}  # fmt: skip
         out.levels.append(level)
         out.peak = max(out.peak, peak)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
+from replay.histogram import percentile, percentiles
 from replay.workload.history import content_text
 from replay.workload.importers._blocks import BlockText
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
@@ -54,12 +54,12 @@ class Shape:
                     new.append(turn.prompt_tokens_est - turn.reusable_prefix_tokens)
         if not prompts:
             raise ValueError("the workload has no calls to take a shape from")
-        q = [int(v) for v in np.percentile(prompts, [5, 25, 50, 75, 95])]
-        n = [int(v) for v in np.percentile(new or [MIN_PROMPT], [25, 50, 75])]
+        q = [int(v or 0) for v in percentiles(prompts, (5, 25, 50, 75, 95), 1).values()]
+        n = [int(v or 0) for v in percentiles(new or [MIN_PROMPT], (25, 50, 75), 1).values()]
         return cls(
             prompts=tuple(max(v, MIN_PROMPT) for v in q),
             new_input=(max(n[0], 16), max(n[1], 16), max(n[2], 16)),
-            output=max(int(np.median(outputs)), 1),
+            output=max(int(percentile(outputs, 50, 1) or 0), 1),
             cached_share=reusable / sum(prompts),
             calls=len(prompts),
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from replay.histogram import US, percentile
 from replay.records.run_file import RequestRecord
 from replay.twin.fit import DecodePoint, PrefillPoint
 
@@ -82,7 +83,7 @@ def median_gap(r: RequestRecord, start: float, end: float) -> float | None:
     if len(marks) < MIN_SEGMENTS + 1:
         return None
     at = times[np.searchsorted(total, marks)]  # when the stream had received each mark's tokens
-    return float(np.median(np.diff(at))) / SEGMENT_TOKENS
+    return float(percentile(np.diff(at), 50, US) or 0.0) / SEGMENT_TOKENS
 
 
 def token_times(r: RequestRecord) -> tuple[np.ndarray, np.ndarray]:
@@ -139,7 +140,8 @@ def decode_window(streams: Sequence[RequestRecord], ratio: float) -> Window | No
     if mean < MIN_WINDOW_STEPS:
         return None
     gaps = [g for r in streams if (g := median_gap(r, w0, w1)) is not None]
-    step = float(np.median(gaps)) if gaps else (w1 - w0) / mean
+    median = percentile(gaps, 50, US)
+    step = median if median is not None else (w1 - w0) / mean
     return Window(len(streams), w0, w1, mean, DecodePoint(len(streams), kv, step))
 
 
@@ -153,5 +155,6 @@ def still_cached(probe: RequestRecord, first: RequestRecord, ratio: float) -> bo
     return probe.t_first_token - probe.t_sent < 0.5 * (first.t_first_token - first.t_sent)
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if len(values) else None
+def seconds_percentile(values: Sequence[float], q: float) -> float | None:
+    """A percentile of times in seconds, by the one method (``replay.histogram``)."""
+    return percentile(values, q, US)

@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from replay.histogram import percentile
 from replay.workload import images
 from replay.workload.importers import (
     CANONICAL,
@@ -99,7 +100,8 @@ def load(paths: Iterable[str | Path], fmt: str = "auto", unrecorded_context: str
 
 
 def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
+    """The median of token and turn counts, by the one percentile method (``replay.histogram``)."""
+    return percentile(values, 50, 1) or 0.0
 
 
 def _number(value: Any) -> float | None:

@@ -27,7 +27,6 @@ agent's would be).
 from __future__ import annotations
 
 import itertools
-import statistics
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,12 +37,14 @@ import numpy as np
 import orjson
 
 from replay.errors import ReplayError
+from replay.histogram import percentile, percentiles
 from replay.workload.importers._blocks import BlockText
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 from replay.workload.trajectory import FORMAT_V1, Trajectory
 
 PROFILE_FORMAT = "replay.profile/1"
 QUANTILES = 21
+KNOT_SCALE = 10_000  # values held to 4 decimals (as the profile writes them), then the histogram's 3 digits
 DISTRIBUTIONS = (
     "turns",
     "first_prompt_tokens",
@@ -64,10 +65,16 @@ class ProfileError(ReplayError, ValueError):
 
 
 def _quantiles(values: Iterable[float], n: int = QUANTILES) -> list[float] | None:
+    """``n`` evenly spaced quantiles, min to max, by the one percentile method (``replay.histogram``)."""
     data = np.asarray(list(values), dtype=float)
     if data.size == 0:
         return None
-    return [round(float(q), 4) for q in np.quantile(data, np.linspace(0.0, 1.0, n))]
+    got = percentiles(data, [100 * q for q in np.linspace(0.0, 1.0, n)], KNOT_SCALE)
+    return [round(float(q or 0.0), 4) for q in got.values()]
+
+
+def _median(values: Iterable[float]) -> float:
+    return percentile(list(values), 50, KNOT_SCALE) or 0.0
 
 
 def growth(traj: Trajectory) -> list[int]:
@@ -87,9 +94,9 @@ def figures(trajectories: list[Trajectory]) -> dict[str, Any]:
     return {
         "trajectories": len(tasks),
         "turns": len(turns),
-        "turns_median": float(statistics.median(len(t.turns) for t in tasks)),
-        "first_prompt_tokens_median": float(statistics.median(t.turns[0].prompt_tokens_est for t in tasks)),
-        "growth_median": float(statistics.median(g for t in trajectories for g in growth(t) or [0])),
+        "turns_median": _median(len(t.turns) for t in tasks),
+        "first_prompt_tokens_median": _median(t.turns[0].prompt_tokens_est for t in tasks),
+        "growth_median": _median(g for t in trajectories for g in growth(t) or [0]),
         "prefix_reuse_pooled": round(sum(t.reusable_prefix_tokens for t in turns) / prompt, 4) if prompt else 0.0,
     }
 
@@ -118,7 +125,7 @@ def fit(trajectories: list[Trajectory], name: str = "fitted", quantiles: int = Q
         "format": PROFILE_FORMAT,
         "name": name,
         "quantiles": quantiles,
-        "system_prompt_tokens": int(statistics.median(systems)) if systems else 0,
+        "system_prompt_tokens": int(_median(systems)) if systems else 0,
         "distributions": {
             "turns": q(len(t.turns) for t in tasks),
             "first_prompt_tokens": q(t.turns[0].prompt_tokens_est for t in tasks),

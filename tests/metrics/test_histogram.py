@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from replay.metrics.histogram import HIGHEST, Histogram
+from replay.histogram import HIGHEST, Histogram
 
 
 @pytest.mark.parametrize("seed", range(4))

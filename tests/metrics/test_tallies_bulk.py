@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from replay.histogram import HIGHEST, Histogram
 from replay.metrics.accumulator import US, Accumulator
-from replay.metrics.histogram import HIGHEST, Histogram
 from replay.metrics.recipes.recipe_tally import SLICE_S, RecipeTally
 from replay.records.run_file import RequestRecord
 

@@ -41,7 +41,8 @@ def test_deviations_are_client_minus_host_per_call_token_and_gap() -> None:
     assert cmp["token_dev_s"]["bias"] == pytest.approx(0.001)
     assert cmp["itl_dev_s"]["n"] == 2 and cmp["itl_dev_s"]["max"] == pytest.approx(0.001)
     assert (cmp["output_tokens_equal"], cmp["cached_tokens_equal"], cmp["cached_tokens_reported"]) == (1, 1, 1)
-    assert cmp["host_queue_wait_s"]["p50"] == pytest.approx(0.004) and cmp["host_preemptions"] == 1
+    # the one percentile method holds values at 3 significant digits (replay.histogram): 4 ms reads 4.001 ms
+    assert cmp["host_queue_wait_s"]["p50"] == pytest.approx(0.004, rel=1e-3) and cmp["host_preemptions"] == 1
 
 
 def test_counts_that_differ_and_streams_that_do_not_line_up_are_told_apart() -> None:

@@ -9,6 +9,7 @@ import numpy as np
 import orjson
 import pytest
 from click.testing import CliRunner
+from hdrh.histogram import HdrHistogram
 
 from replay.cli import main
 from replay.metrics.bootstrap import _draw_counts, _weighted_percentile, bootstrap
@@ -101,14 +102,25 @@ def test_compare_refuses_a_run_against_a_sweep(two_hosts, tmp_path):
     assert res.exit_code != 0 and "both be run files or both sweep indexes" in res.output
 
 
-def test_weighted_percentile_with_every_task_once_is_the_plain_order_statistic():
+def _hdr(values, q: float) -> float:
+    """An HdrHistogram's percentile (the hdrh library itself, not replay's code), in seconds held as µs."""
+    h = HdrHistogram(1, 2**40, 3)
+    for v in values:
+        h.record_value(max(round(v * 1e6), 1))
+    return h.get_value_at_percentile(q) / 1e6
+
+
+def test_weighted_percentile_is_the_summarys_percentile_of_the_draw():
     rng = np.random.default_rng(1)
     values = rng.exponential(1.0, 500)
     codes = rng.integers(0, 40, 500)
     ones = np.ones((3, 40), dtype=np.int64)
+    twice = ones.copy()
+    twice[:, 7] = 2  # task 7 drawn twice: its calls count twice
     for q in (25, 50, 95):
-        got = _weighted_percentile(values, codes, ones, q)
-        assert np.all(got == np.percentile(values, q, method="inverted_cdf"))
+        assert np.all(_weighted_percentile(values, codes, ones, q) == _hdr(values, q))
+        doubled = np.concatenate([values, values[codes == 7]])
+        assert np.all(_weighted_percentile(values, codes, twice, q) == _hdr(doubled, q))
     counts = _draw_counts(rng, 40, 7)
     assert counts.shape == (7, 40) and np.all(counts.sum(axis=1) == 40)
 

@@ -1,5 +1,5 @@
 # Type stubs for the part of hdrhistogram (the `hdrh` package, which ships no type information) that
-# replay/metrics/histogram.py uses: its constructor, the fields it indexes by, encode, decode and add.
+# replay/histogram.py uses: its constructor, the fields it indexes by, encode, decode and add.
 import ctypes
 
 class HdrHistogram:

@@ -11,10 +11,9 @@ Cerebras the same with a window suffix (``-requests-day``, ``-tokens-minute``), 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from replay.metrics.histogram import Histogram
+from replay.histogram import Histogram, read_percentiles
 
 US = 1_000_000
 
@@ -60,16 +59,11 @@ def connections(t: SignalTally) -> dict[str, Any]:
     """How many calls opened a new connection and what that took (outside TTFT: before the bytes were sent)."""
     new, reused = t.conn
     h = t.connect
-    timed = h.get_total_count()
     return {
         "new": new,
         "reused": reused,
         "new_share": new / (new + reused) if new + reused else None,
-        "connect_s": {
-            "p50": h.get_value_at_percentile(50) / US if timed else None,
-            "p95": h.get_value_at_percentile(95) / US if timed else None,
-            "mean": h.get_mean_value() / US if timed else None,
-        },
+        "connect_s": {k: v for k, v in read_percentiles(h, (50, 95), US, mean=True).items() if k != "n"},
     }
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from replay.metrics.histogram import HIGHEST, Histogram
+from replay.histogram import HIGHEST, Histogram, SignedHistogram
 from replay.metrics.host.cost import PICO, request_cost
 from replay.metrics.host.host_signals import bucket_field, parse_int
 from replay.metrics.host.routes import SPEED_BINS_PER_E, route_of
@@ -45,43 +45,6 @@ def _dec(data: str | None) -> Histogram:
     return Histogram.decode(data)
 
 
-class Signed:
-    """A histogram of values of either sign (client minus server: usually positive, not always): two halves."""
-
-    __slots__ = ("neg", "pos")
-
-    def __init__(self) -> None:
-        self.pos, self.neg = _hist(), _hist()
-
-    def record(self, v: float, scale: float) -> None:
-        (self.pos if v >= 0 else self.neg).record_value(_clip(abs(v) * scale))
-
-    def count(self) -> int:
-        return self.pos.get_total_count() + self.neg.get_total_count()
-
-    def percentile(self, p: float, scale: float) -> float | None:
-        nn, n = self.neg.get_total_count(), self.count()
-        if not n:
-            return None
-        rank = max(1, math.ceil(p / 100 * n))  # the rank-th smallest of all values
-        if rank <= nn:  # a negative one: the (nn - rank + 1)-th smallest magnitude among the negatives
-            return -self.neg.get_value_at_percentile(100 * (nn - rank + 1) / nn) / scale
-        return self.pos.get_value_at_percentile(100 * (rank - nn) / (n - nn)) / scale
-
-    def merge(self, other: Signed) -> None:
-        self.pos.add(other.pos)
-        self.neg.add(other.neg)
-
-    def encode(self) -> list[str | None]:
-        return [_enc(self.pos), _enc(self.neg)]
-
-    @classmethod
-    def decode(cls, data: list[str | None]) -> Signed:
-        s = cls()
-        s.pos, s.neg = _dec(data[0]), _dec(data[1])
-        return s
-
-
 def _add_counts(mine: dict[str, int], theirs: dict[str, int]) -> None:
     for k, n in theirs.items():
         mine[k] = mine.get(k, 0) + n
@@ -101,7 +64,7 @@ class HostTally:
         self.sized = [0, 0]  # requests with a reported prompt, those with ≥ 8192 uncached tokens
         # per measured call:
         self.server = {name: _hist() for name in SERVER}
-        self.gap_ttft, self.gap_tps = Signed(), Signed()
+        self.gap_ttft, self.gap_tps = SignedHistogram(), SignedHistogram()
         self.speeds: dict[int, dict[str, int]] = {}  # log-speed bin -> {route ("" when none): calls}
         self.connect = _hist()  # µs to open a new connection
         self.conn = [0, 0]  # new, reused
@@ -243,7 +206,7 @@ class HostTally:
         t.cost, t.reported, t.sized = list(data["cost"]), list(data["reported"]), list(data["sized"])
         t.task_usd = {int(k): int(v) for k, v in data["task_usd"]}
         t.server = {name: _dec(data["server"].get(name)) for name in SERVER}
-        t.gap_ttft, t.gap_tps = Signed.decode(data["gap_ttft"]), Signed.decode(data["gap_tps"])
+        t.gap_ttft, t.gap_tps = SignedHistogram.decode(data["gap_ttft"]), SignedHistogram.decode(data["gap_tps"])
         t.speeds = {int(b): dict(routes) for b, routes in data["speeds"]}
         t.connect, t.conn = _dec(data["connect"]), list(data["conn"])
         return t

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from replay.histogram import TPS_SCALE, percentile
 from replay.records.run_file import RequestRecord
 
 MIN_SHARE = 0.05
@@ -80,9 +81,10 @@ def _best_split(logs: np.ndarray, counts: np.ndarray) -> tuple[int, float]:
 
 
 def _median(logs: np.ndarray, counts: np.ndarray) -> float:
-    """The median speed of binned calls (the lower middle bin for an even count, as a rank)."""
-    rank = (int(counts.sum()) + 1) // 2
-    return float(np.exp(logs[int(np.searchsorted(np.cumsum(counts), rank))]))
+    """The median speed of binned calls (each bin at its speed, weighted by its calls), by the one method."""
+    median = percentile(np.exp(logs), 50, TPS_SCALE, counts)
+    assert median is not None  # a mode has calls
+    return median
 
 
 def _mode(bins: list[dict[str, int]], logs: np.ndarray, counts: np.ndarray, total: int) -> dict[str, Any]:

@@ -15,17 +15,16 @@ engine (a gateway, a load balancer) and the client itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from replay.metrics.histogram import Histogram
+from replay.histogram import Histogram, read_percentiles
 
 US = 1_000_000
 TPS_SCALE = 1000
 
 
 class Signed(Protocol):
-    """A tally of signed differences (``host_tally.Signed``)."""
+    """A tally of signed differences (``replay.histogram.SignedHistogram``)."""
 
     def count(self) -> int: ...
 
@@ -72,10 +71,7 @@ def server_times(t: Any) -> dict[str, float | None] | None:
 
 
 def _pcts(h: Histogram, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str, float | int | None]:
-    n = h.get_total_count()
-    out: dict[str, float | int | None] = {f"p{p}": h.get_value_at_percentile(p) / scale if n else None for p in ps}
-    out["n"] = n
-    return out
+    return read_percentiles(h, ps, scale)
 
 
 def _signed(s: Signed, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str, float | int | None]:

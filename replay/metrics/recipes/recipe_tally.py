@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from replay.metrics.histogram import HIGHEST, Histogram
+from replay.histogram import HIGHEST, Histogram, read_percentiles
 from replay.records.run_file import RequestRecord
 
 US = 1_000_000
@@ -51,7 +51,7 @@ class Stat:
             return {"mean": None, **{f"p{p}": None for p in ps}, "std": None, "n": 0}
         mean = self.total / n
         std = math.sqrt(max(self.sq / n - mean * mean, 0.0))
-        pcts = {f"p{p}": self.hist.get_value_at_percentile(p) / US for p in ps}
+        pcts = {k: v for k, v in read_percentiles(self.hist, ps, US).items() if k != "n"}
         return {"mean": mean / US, **pcts, "std": std / US, "n": n}
 
     def encode(self) -> list[Any]:

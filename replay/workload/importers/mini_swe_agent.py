@@ -18,10 +18,10 @@ message), its answer is a stand-in (empty text, as long as the median recorded a
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any
 
+from replay.histogram import percentile
 from replay.workload.importers._common import (
     Call,
     Imported,
@@ -144,7 +144,7 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
 def _stand_in_tokens(calls: list[Call]) -> int:
     """Sets the answer length of the discarded calls (the median kept answer) and returns it."""
     kept = [c.output_tokens for c in calls if c.output_tokens and not c.recorded.get("output_missing")]
-    n = max(1, round(statistics.median(kept))) if kept else 1
+    n = max(1, round(percentile(kept, 50, 1) or 1)) if kept else 1
     for c in calls:
         if c.recorded.get("output_missing"):
             c.output_tokens = n
