@@ -471,7 +471,7 @@ def specs_from(opts: dict[str, Any], trajectories: tuple[str, ...] = ()) -> list
 
 
 def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...], out: str | None) -> Any:
-    from replay.loops.load import LoadConfig
+    from replay.loops.closed_loop import LoadConfig
     from replay.runner.single_run import RunSpec
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy

@@ -81,26 +81,11 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
                     calls[-1].tool_time_s = max(calls[-1].tool_time_s or 0.0, ts - a_ts)
             last_ts = ts
         elif role == "assistant":
-            calls_ = tool_calls(m["tool_calls"], src, f"{jp}.tool_calls") if m.get("tool_calls") else None
-            content = m.get("content")
-            if content == "None" and calls_:  # litellm stringified a null content
-                content = None
-            output = make_output(content, calls_)
-            response = member(extra, "response")
-            rec = usage_figures(response.get("usage"))
-            if response.get("model"):
-                rec["model"] = response["model"]
-                models.add(response["model"])
-            ts = number(extra.get("timestamp"))
-            created = number(response.get("created"))
-            start = last_ts if last_ts is not None else created
-            if ts is not None and start is not None:
-                rec["latency_s"] = round(max(0.0, ts - start), 6)
-            if start is not None:
-                rec["timestamp"] = start
-            rec["_ts"] = ts
-            calls.append(Call(input=list(context), output=output, output_tokens=rec.get("output_tokens"), recorded=rec))
-            context.append(assistant_message(output))
+            call = _assistant_call(m, extra, src, jp, context, last_ts)
+            if call.recorded.get("model"):
+                models.add(call.recorded["model"])
+            calls.append(call)
+            context.append(assistant_message(call.output))
             last_ts = None
         elif role == "exit":
             break
@@ -113,6 +98,39 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
         c.recorded.pop("_ts", None)
         if c.tool_time_s is None:
             c.tool_time_s = 0.0
+    source = _source(data, path, interrupts, include_discarded, stand_in)
+    name = data.get("instance_id") or path.name.removesuffix(".json").removesuffix(".traj")
+    model = next(iter(models)) if len(models) == 1 else None
+    return [build_trajectory(f"mini-swe-agent/{name}", calls, source=source, model=model)]
+
+
+def _assistant_call(m: dict[str, Any], extra: dict[str, Any], src: Src, jp: str, context: list[dict[str, Any]],
+                    last_ts: float | None) -> Call:  # fmt: skip
+    """A recorded model call: its answer, usage and model, and its start (the last tool result's time, else the
+    response's creation) and latency."""
+    calls_ = tool_calls(m["tool_calls"], src, f"{jp}.tool_calls") if m.get("tool_calls") else None
+    content = m.get("content")
+    if content == "None" and calls_:  # litellm stringified a null content
+        content = None
+    output = make_output(content, calls_)
+    response = member(extra, "response")
+    rec = usage_figures(response.get("usage"))
+    if response.get("model"):
+        rec["model"] = response["model"]
+    ts = number(extra.get("timestamp"))
+    created = number(response.get("created"))
+    start = last_ts if last_ts is not None else created
+    if ts is not None and start is not None:
+        rec["latency_s"] = round(max(0.0, ts - start), 6)
+    if start is not None:
+        rec["timestamp"] = start
+    rec["_ts"] = ts
+    return Call(input=list(context), output=output, output_tokens=rec.get("output_tokens"), recorded=rec)
+
+
+def _source(data: dict[str, Any], path: Path, interrupts: int, include_discarded: bool, stand_in: int,
+            ) -> dict[str, Any]:  # fmt: skip
+    """What the trajectory's source says of the run: version, exit, calls, and the format errors it dropped."""
     info = member(data, "info")
     stats = member(info, "model_stats")
     source: dict[str, Any] = {"importer": FORMAT, "path": str(path), "tool_time": "tool timestamps"}
@@ -136,9 +154,7 @@ def import_file(path: Path, include_discarded: bool = False) -> list[Imported]:
             "format-error responses mini-swe-agent dropped; not replayed (replay import --include-discarded)"
         )
         source["unrecorded_calls_replayable"] = True
-    name = data.get("instance_id") or path.name.removesuffix(".json").removesuffix(".traj")
-    model = next(iter(models)) if len(models) == 1 else None
-    return [build_trajectory(f"mini-swe-agent/{name}", calls, source=source, model=model)]
+    return source
 
 
 def _stand_in_tokens(calls: list[Call]) -> int:
