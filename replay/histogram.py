@@ -174,12 +174,20 @@ def units(values: ArrayLike, scale: float) -> np.ndarray:
     return np.clip(np.rint(np.abs(np.asarray(values, dtype=np.float64)) * scale), 1, HIGHEST).astype(np.int64)
 
 
+@cache
+def _shape() -> tuple[int, int, int, int]:
+    """The counts layout every histogram here shares: half-count magnitude, sub-bucket mask, unit magnitude, half
+    count (read once from a histogram, so a percentile of values never builds one)."""
+    h = _new()
+    return h.sub_bucket_half_count_magnitude, h.sub_bucket_mask, h.unit_magnitude, h.sub_bucket_half_count
+
+
 def equivalent(held: np.ndarray) -> np.ndarray:
     """Each held value's highest equivalent value: what a percentile that lands on it reads."""
-    h = _new()
-    half = h.sub_bucket_half_count_magnitude
-    bucket = np.frexp((held | h.sub_bucket_mask).astype(np.float64))[1] - h.unit_magnitude - (half + 1)
-    index = ((bucket + 1) << half) + (held >> (bucket + h.unit_magnitude)) - h.sub_bucket_half_count
+    half, mask, unit, half_count = _shape()
+    held = np.asarray(held, dtype=np.int64)
+    bucket = np.frexp((held | mask).astype(np.float64))[1] - unit - (half + 1)
+    index = ((bucket + 1) << half) + (held >> (bucket + unit)) - half_count
     return np.asarray(_values()[1][index])
 
 
@@ -247,10 +255,19 @@ def percentiles(values: ArrayLike, ps: Sequence[float], scale: float,
     """The percentiles ``ps`` of ``values`` (figure units; ``scale`` histogram units per figure unit: US for
     seconds, TPS_SCALE for tokens/s, 1 for whole tokens), each weighted by ``weights``, by the one method (the
     module's docstring), keyed ``p50``, ``p2.5`` ...; None for each when there are none."""
-    h = SignedHistogram()
-    if len(np.asarray(values)):
-        h.record_many(values, scale, weights)
-    return {f"p{p:g}": h.percentile(p, scale) for p in ps}
+    v = np.asarray(values, dtype=np.float64).ravel()
+    w = np.ones(v.shape, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64).ravel()
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    if not v.size:
+        return {f"p{p:g}": None for p in ps}
+    # What a SignedHistogram of these values would read, without building one: each value held and read as its
+    # highest equivalent (its sign kept, 0 for a value held as 0), then ranked (the same rank as its histograms).
+    held = np.rint(np.abs(v) * scale)
+    read = np.where(held > 0, equivalent(np.clip(held, 1, HIGHEST).astype(np.int64)), 0) * np.sign(v) / scale
+    order = np.argsort(read, kind="stable")
+    read, cum = read[order], np.cumsum(w[order])
+    return {f"p{p:g}": float(read[int(np.searchsorted(cum, rank(p, int(cum[-1]))))]) for p in ps}
 
 
 def percentile(values: ArrayLike, p: float, scale: float, weights: ArrayLike | None = None) -> float | None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from replay.histogram import TPS_SCALE, US, percentile, percentiles
+from replay.histogram import TPS_SCALE, US, SignedHistogram, percentile, percentiles
 from replay.loops.live import LiveState
 from replay.loops.load import LoadConfig
 from replay.metrics.accumulator import decode_tps
@@ -77,3 +77,16 @@ def test_values_of_either_sign_and_zeros_rank_together() -> None:
     got = percentiles(values, (0, 10, 30, 50, 60, 70, 100), 1)
     assert got == {"p0": -3, "p10": -3, "p30": -1, "p50": 0, "p60": 0, "p70": 2, "p100": 5}  # ranks 1 1 2 4 4 5 7
     assert percentile([], 50, US) is None
+
+
+def test_values_read_as_a_histogram_of_them_reads() -> None:
+    """``percentiles`` ranks held values without building a histogram: the same numbers as a SignedHistogram."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(1, 400))
+        values = rng.normal(0.0, 0.01, n) * rng.choice([1.0, 0.0], n)  # either sign, and zeros
+        weights = rng.integers(1, 4, n)
+        held = SignedHistogram()
+        held.record_many(values, US, weights)
+        ps = (0, 1, 10, 25, 50, 75, 90, 99, 100)
+        assert percentiles(values, ps, US, weights) == {f"p{p:g}": held.percentile(p, US) for p in ps}
