@@ -56,7 +56,8 @@ class ModelClient(Protocol):
     async def warm(self, connections: int) -> None: ...
 
     async def call(self, body: Any, rec: RequestRecord, conversation: Conversation | None = None,
-                   context: Sequence[Message] = (), collect: bool = False) -> dict[str, str] | None: ...  # fmt: skip
+                   context: Sequence[Message] = (), collect: bool = False,
+                   tools: Sequence[dict[str, Any]] | None = None) -> dict[str, Any] | None: ...  # fmt: skip
 
 
 class HostClient:

@@ -83,7 +83,8 @@ class VirtualHost:
         """No connections to open."""
 
     async def call(self, body: Any, rec: RequestRecord, conversation: Conversation | None = None,
-                   context: Sequence[Message] = (), collect: bool = False) -> dict[str, str] | None:  # fmt: skip
+                   context: Sequence[Message] = (), collect: bool = False,
+                   tools: Sequence[dict[str, Any]] | None = None) -> dict[str, Any] | None:  # fmt: skip
         """One call: ``rec`` filled as the client fills it from the simulated host's stream; the answer's text with
         ``collect``. On cancellation the engine drops the call and ``rec`` keeps what was sampled."""
         messages, max_tokens = body

@@ -117,7 +117,7 @@ async def _run(spec: RunSpec, workload: Workload, host: VirtualHost, profile: Si
     header["clock"]["name"] = "virtual"
     writer.header(header)
     model = virtual_model(spec)
-    jobs = side_jobs(spec, windows, writer, None, config.base_url)
+    jobs = side_jobs(spec, windows, writer, None, None)
     footer = await run_loop(workload, lambda h: h, host, spec.load, model, writer, progress=False,
                             check=threshold_check(spec, stream, writer), extra=jobs, client_samples=False)  # fmt: skip
     if windows is not None:
