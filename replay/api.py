@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
+from replay.metrics.summary_types import Summary
 from replay.records.reader import read_run
 from replay.records.run_file import RunData
 from replay.runner.rebuild import rebuild_run
 from replay.runner.single_run import RunResult, RunSpec, execute
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
-
-Summary = dict[str, Any]  # the shape of ``replay report --json`` (docs/metrics.md)
 
 
 def run(spec: RunSpec | None = None, workload: Workload | None = None, progress: bool = False) -> RunResult:

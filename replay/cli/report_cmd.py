@@ -65,7 +65,7 @@ def report(
         built = rebuild_run(run_file, truth_path, records=bool(html_path or csv_dir), between=between)
     except (ValueError, PlotsUnavailable) as exc:
         raise click.ClickException(str(exc)) from None
-    summary, data = built.summary, built.data
+    summary, data = built.summary.to_dict(), built.data
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))
     try:
         if csv_dir:

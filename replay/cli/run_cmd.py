@@ -83,7 +83,8 @@ def run(
         sys.exit(130)
     key_env = (result.header.get("host") or {}).get("api_key_env") or spec.api_key_env  # a preset's own variable
     scrub = Scrubber([key] if (key := os.environ.get(key_env)) else [])  # the last guard before the screen
-    click.echo(scrub.text(to_json(result.summary) if as_json else to_text(result.summary, result.header)))
+    summary = result.summary.to_dict()
+    click.echo(scrub.text(to_json(summary) if as_json else to_text(summary, result.header)))
     if result.footer and result.footer.get("signal"):
         click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)
     if not quiet:

@@ -4,8 +4,10 @@ Trajectories imported from real runs can carry each call's recorded wall time (`
 docs/trajectory-format.md). A replayed task's model time against the sum of those says how much faster or
 slower this host is than the one recorded, on the same work; its tool time against the recorded pauses says
 how faithfully the replay kept the agent's rhythm (the tool-time policy, sleep overshoot, waiting for
-subagents). The run file's header names the workload files and their digest; they are loaded again here,
-and skipped with a note when they are gone or changed.
+subagents). The run file's header names the workload files and their digest: a live run compares with the
+workload it loaded, ``replay report`` loads the files again (found where they were or beside the run file, and
+skipped with a note when they are gone or changed). Either way each task is set beside its recording as its record
+comes (``TimelineTally``, fed by the run's ``StreamSummary``), so the live run and the report say the same.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from replay.histogram import RATIO, US, percentile
 from replay.records.run_file import RunData, TaskRecord
-from replay.workload.trajectory import Trajectory, TrajectoryError, load_workload
+from replay.workload.trajectory import Trajectory, TrajectoryError, Workload, load_workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,23 +71,6 @@ def _recorded_model_s(traj: Trajectory) -> float | None:
     return total
 
 
-def task_drifts(tasks: list[TaskRecord], trajectories: dict[str, Trajectory]) -> list[TaskDrift]:
-    """Complete tasks whose trajectory has a recorded latency on every turn."""
-    rows = []
-    for t in tasks:
-        traj = trajectories.get(t.trajectory)
-        if not t.complete or traj is None:
-            continue
-        recorded = _recorded_model_s(traj)
-        if recorded is None:
-            continue
-        recorded_tool = sum(turn.tool_time_s for turn in traj.turns[:-1])  # no pause after the last call
-        rows.append(
-            TaskDrift(t.task, t.trajectory, t.model_time_s, recorded, t.tool_time_s, recorded_tool, t.subagents > 0)
-        )
-    return rows
-
-
 def _figures(replayed: list[float], recorded: list[float]) -> dict[str, Any]:
     drift = [a - b for a, b in zip(replayed, recorded, strict=True)]
     ratio = [a / b for a, b in zip(replayed, recorded, strict=True) if b > 0]
@@ -118,15 +103,74 @@ def drift_summary(rows: list[TaskDrift], policy: str | None, notes: list[str]) -
     }
 
 
-def recorded_timeline(run: RunData, run_file: str | Path) -> tuple[dict[str, Any], list[TaskDrift]]:
-    """``breakdown.recorded_timeline`` and its per-task rows; a note instead when there is nothing to compare."""
-    policy = (run.header.get("load") or {}).get("tool_time")
-    files, note = workload_files(run_file, run.header)
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What the comparison needs of a workload: each trajectory's recorded model and tool seconds (those with a
+    recorded latency on every turn), or why nothing can be compared."""
+
+    times: dict[str, tuple[float, float]]
+    note: str | None = None
+
+
+def recorded(run_file: str | Path, header: dict[str, Any], workload: Workload | None = None) -> Recorded:
+    """The recorded times of the workload the header names: ``workload`` when the caller has it loaded (a live
+    run), else loaded from its files; in both cases only when the files are there and their digest holds."""
+    files, note = workload_files(run_file, header)
     if files is None:
-        return _empty([note or "no workload"], policy), []
-    try:
-        workload = load_workload(files)
-    except (TrajectoryError, OSError) as exc:
-        return _empty([f"workload not loaded: {exc}"], policy), []
-    rows = task_drifts(run.tasks, workload.by_id())
-    return drift_summary(rows, policy, []), rows
+        return Recorded({}, note or "no workload")
+    if workload is None:
+        try:
+            workload = load_workload(files)
+        except (TrajectoryError, OSError) as exc:
+            return Recorded({}, f"workload not loaded: {exc}")
+    times = {}
+    for traj in workload.trajectories:
+        model = _recorded_model_s(traj)
+        if model is not None:
+            times[traj.id] = (model, sum(turn.tool_time_s for turn in traj.turns[:-1]))  # no pause after the last
+    return Recorded(times)
+
+
+class TimelineTally:
+    """Each complete task beside its recording, as task records come; ``figures`` is
+    ``breakdown.recorded_timeline``. Only tasks whose trajectory was recorded on every turn are kept."""
+
+    def __init__(self, find: Any = None) -> None:
+        self.find = find  # header -> Recorded, called once the run's header is known
+        self.recorded: Recorded | None = None
+        self.policy: str | None = None
+        self.rows: list[TaskDrift] = []
+
+    def header(self, header: dict[str, Any]) -> None:
+        self.policy = (header.get("load") or {}).get("tool_time")
+        if self.find is not None:
+            self.recorded = self.find(header)
+
+    def task(self, t: TaskRecord) -> None:
+        times = self.recorded.times.get(t.trajectory) if self.recorded is not None and t.complete else None
+        if times is not None:
+            self.rows.append(
+                TaskDrift(t.task, t.trajectory, t.model_time_s, times[0], t.tool_time_s, times[1], t.subagents > 0)
+            )
+
+    def figures(self) -> dict[str, Any] | None:
+        """None when nobody said where the workload is (a summary made of records alone)."""
+        if self.recorded is None:
+            return None
+        if self.recorded.note is not None:
+            return _empty([self.recorded.note], self.policy)
+        return drift_summary(self.rows, self.policy, [])
+
+
+def timeline_template() -> dict[str, Any]:
+    """``recorded_timeline`` with every key it has when tasks were compared (for checking a threshold's figure)."""
+    return drift_summary([TaskDrift(0, "", 1.0, 1.0, 1.0, 1.0, False)], None, [])
+
+
+def recorded_timeline(run: RunData, run_file: str | Path) -> tuple[dict[str, Any], list[TaskDrift]]:
+    """``breakdown.recorded_timeline`` and its per-task rows for a run read whole (its tasks in ``run``)."""
+    tally = TimelineTally(lambda header: recorded(run_file, header))
+    tally.header(run.header)
+    for t in run.tasks:
+        tally.task(t)
+    return tally.figures() or _empty(["no workload"]), tally.rows

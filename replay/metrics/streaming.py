@@ -6,7 +6,9 @@ sent before it (warm-up); one written after it was sent after it unless its own 
 sent after the ``stop`` mark (the drain of a run that ran out of tasks) is not in the window, and tokens after it
 are the drain's. Until the window opens nobody knows whether it will (a run may stop during warm-up, and then its
 window is the whole run): per-call figures of those requests are kept aside and used only if it never opens.
-The live run, ``replay report`` and the window records of a soak all summarise this way.
+The live run, ``replay report`` and the window records of a soak all summarise this way: a ``StreamSummary`` holds
+everything a summary is made of (the accumulators, each segment's phase marks, the window and segment records,
+the client's samples, each task beside its recording), whichever way its records came.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.recorded_timeline import TimelineTally
 from replay.metrics.summary import Window, figures, header_card, joined, window_from
+from replay.metrics.summary_types import Summary
 from replay.records.run_file import RequestRecord, RunData, TaskRecord
 
 WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
@@ -23,21 +27,25 @@ WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
 class StreamSummary:
     """Feed phases, requests, tasks and client samples in file order; ``summary`` at any point."""
 
-    def __init__(self, keep_tasks: bool = False) -> None:
+    def __init__(self, keep_tasks: bool = False, recorded: Any = None) -> None:
         self.phases: dict[str, float] = {}  # the current segment's marks (a resumed run has several segments)
         self.done: list[Window] = []  # the windows of the segments before the current one
         self.first_phases: dict[str, float] | None = None
+        self.later_phases: list[dict[str, float]] = []  # the marks of each segment after the first
         self.acc = Accumulator()  # every request's counts and tokens; per-call figures of steady-window calls
         self.early = Accumulator()  # per-call figures of calls sent before the window opened (if it never does)
-        self.keep_tasks = keep_tasks  # a report's per-task drift reads them; a live run keeps only their tally
+        self.keep_tasks = keep_tasks  # the HTML report's per-task timelines read them; a run keeps only tallies
         self.tasks: list[TaskRecord] = []
+        self.timeline = TimelineTally(recorded)  # ``recorded``: header -> the workload's recorded times
         self.client: list[dict[str, Any]] = []
+        self.marks: list[dict[str, Any]] = []  # window and segment records, in file order (few)
         self.first_sent: float | None = None
         self.last_done: float | None = None
 
     def header(self, header: dict[str, Any]) -> None:
         """The run's header, before any request: its rate card prices each request as it comes."""
         self.acc.host.card = self.early.host.card = header_card(header)
+        self.timeline.header(header)
 
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t
@@ -49,7 +57,12 @@ class StreamSummary:
         self.done.append(self._window())
         self.first_phases = self.first_phases if self.first_phases is not None else self.phases
         self.phases = {}
+        self.later_phases.append(self.phases)
         self.first_sent = self.last_done = None
+
+    def mark(self, record: dict[str, Any]) -> None:
+        """A window or segment record (``{"type": ..., ...}``), kept for the figures over time and the segments."""
+        self.marks.append(record)
 
     def _window(self) -> Window:
         first = self.first_sent if self.first_sent is not None else self.phases.get("start", 0.0)
@@ -73,13 +86,20 @@ class StreamSummary:
 
     def task(self, t: TaskRecord) -> None:
         self.acc.add_task(t)
+        self.timeline.task(t)
         if self.keep_tasks:
             self.tasks.append(t)
 
     def sample(self, s: dict[str, Any]) -> None:
         self.client.append(s)
 
-    def summary(self, header: dict[str, Any], footer: dict[str, Any] | None = None) -> dict[str, Any]:
+    def run_data(self, header: dict[str, Any], footer: dict[str, Any] | None) -> RunData:
+        """The run as read so far, less its requests (their figures are in the accumulators)."""
+        phases = self.first_phases if self.first_phases is not None else self.phases
+        return RunData(header=header, requests=[], tasks=self.tasks, phases=phases, client=self.client,
+                       footer=footer, marks=self.marks, later_phases=self.later_phases)  # fmt: skip
+
+    def summary(self, header: dict[str, Any], footer: dict[str, Any] | None = None) -> Summary:
         win = joined([*self.done, self._window()])
         acc = self.acc
         if not win.steady:  # the window never opened: it is the whole run, warm-up calls included
@@ -94,9 +114,7 @@ class StreamSummary:
                 for i, v in enumerate(acc.tokens[key]):
                     steady_tokens.tokens[True][i] += v
         merged = _with_tokens(acc, steady_tokens.tokens.get(True, [0.0, 0.0, 0.0]))
-        phases = self.first_phases if self.first_phases is not None else self.phases
-        run = RunData(header=header, requests=[], tasks=self.tasks, phases=phases, client=self.client, footer=footer)
-        return figures(merged, win, run)
+        return figures(merged, win, self.run_data(header, footer))
 
 
 def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
@@ -109,12 +127,17 @@ def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
     return view
 
 
-def summarize_file(path: Any, notes: Any = None) -> tuple[dict[str, Any], RunData]:
-    """The summary of a run file read once, in flat memory; with the RunData of everything but its requests."""
+def read_stream(path: Any, notes: Any = None, stream: StreamSummary | None = None) -> tuple[StreamSummary, RunData]:
+    """A run file read once into ``stream`` (a new one by default), in flat memory; with the RunData of everything
+    but its requests, as ``stream.run_data`` gives it."""
     from replay.records.reader import read_run
 
-    stream = StreamSummary(keep_tasks=True)
+    stream = stream if stream is not None else StreamSummary(keep_tasks=True)
     data = read_run(path, notes, sink=stream)
-    data.phases = stream.first_phases if stream.first_phases is not None else stream.phases
-    data.tasks, data.client = stream.tasks, stream.client
+    return stream, stream.run_data(data.header, data.footer)
+
+
+def summarize_file(path: Any, notes: Any = None) -> tuple[Summary, RunData]:
+    """The summary of a run file read once, in flat memory; with the RunData of everything but its requests."""
+    stream, data = read_stream(path, notes)
     return stream.summary(data.header, data.footer), data

@@ -1,8 +1,9 @@
 """Metrics: every figure of a run, made by one function from an accumulator of its requests.
 
-``summarize`` is the only place figures are made; the live run, ``replay report`` and the window records of a soak
-all go through it (``figures`` over an ``Accumulator``), so what a run prints and what its file rebuilds are the
-same numbers. Definitions are in docs/metrics.md. Percentiles come from HdrHistogram (3 significant digits).
+``figures`` is the only place figures are made, as a typed ``Summary`` (``summary_types``); the live run,
+``replay report`` and the window records of a soak all go through it (over an ``Accumulator``), so what a run
+prints and what its file rebuilds are the same numbers. Definitions are in docs/metrics.md. Percentiles come from
+HdrHistogram (3 significant digits).
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ from replay.metrics.host.cost import run_cost
 from replay.metrics.host.server_figures import server_figures
 from replay.metrics.recipes.agentx_figures import interactivity
 from replay.metrics.recipes.recipe_figures import recipe_figures
+from replay.metrics.summary_types import (
+    CacheFigures,
+    ClientFigures,
+    Percentiles,
+    RunIdentity,
+    Summary,
+    Throughput,
+    TokenCounts,
+    Totals,
+    WindowFigures,
+)
 from replay.records.run_file import RequestRecord, RunData, TaskRecord
 
 SATURATED_CPU_SHARE = 0.85
@@ -98,54 +110,63 @@ def accumulate(
     return acc
 
 
-def summarize(run: RunData) -> dict[str, Any]:
-    """All figures of a run, as a JSON-ready dict (the shape of ``replay report --json``)."""
+def summarize(run: RunData) -> Summary:
+    """All figures of a run from its records (the shape of ``replay report --json``, less what ``finish`` adds)."""
     win = steady_window(run)
     return figures(accumulate(run.requests, win, header_card(run.header), run.tasks), win, run)
 
 
-def figures(acc: Accumulator, win: Window, run: RunData) -> dict[str, Any]:
-    """The summary from an accumulator of the run's requests (``accumulate``, or merged window records), the
-    steady window, and the run's header, phases and client samples (its requests and tasks are not read)."""
+def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
+    """The summary from an accumulator of the run's requests (``accumulate``, the stream of a live run or of its
+    file, or merged window records), the steady window, and the run's header, phases and client samples (its
+    requests and tasks are not read). The one place figures are made."""
     s, h = acc.sums, acc.hist
     itl = _percentiles(h["itl"], (50, 75, 90, 95, 99), US)
-    summary = {
-        "run": run_identity(run.header),
-        "requests": s["requests"],
-        "attempts": s["requests"],  # every attempt is a request record
-        "retries": s["retries"],
-        "errors": s["errors"],
-        "error_rate": _ratio(s["finals_failed"], s["finals"]),  # calls that failed after their retries
-        "attempt_error_rate": _ratio(s["errors"], s["requests"]),  # attempts that failed, retried or not
-        "errors_by_class": dict(acc.errors_by_class),
-        "invalid_usage": s["invalid_usage"],  # calls whose token counts were rejected
-        "window_s": win.seconds,
-        "window": {
-            "start_s": win.start - run.phases.get("start", win.start),
-            "end_s": win.end - run.phases.get("start", win.start),
-            "steady": win.steady,
-            "requests": s["measured"],  # the calls the per-call figures cover
-            "of_requests": s["requests"],  # beside every call of the run (warm-up calls aside)
-            "whole_run": (run.footer or {}).get("window") == "whole",  # a --tasks run: the window is the run
-        },
-        "ttft_s": _percentiles(h["ttft"], (50, 75, 90, 95, 99), US),
-        "ttfat_s": _percentiles(h["ttfat"], (50, 90, 95, 99), US),
-        "e2e_s": _percentiles(h["e2e"], (50, 90, 95, 99), US),
-        "itl_s": itl,
-        "interactivity": interactivity(itl),  # 1 / ITL at p50..p95 (AgentX)
-        "user_decode_tps": _percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
-        "user_output_tps_incl_wait": _percentiles(h["with_wait"], (25, 50), TPS_SCALE),
-        "throughput": _throughput(acc, win.seconds, True),
-        "cache": _cache(acc),
-        "tasks": acc.tasks.figures(),
-        "totals": _totals(acc),
-        "client": _client(run.client, win, acc),
-        "breakdown": breakdown_figures(acc),
-        **provider_figures(acc, run),
-        "warmup_requests": acc.recipe.counts["warmup"],  # primers and warm-up calls: in no other figure
-        "answers": acc.answers.figures(bool((run.header.get("request") or {}).get("force_output_length"))),
-    }
-    return summary | recipe_figures(run, summary, acc, win)
+    t0 = run.phases.get("start", win.start)
+    summary = Summary(
+        run=run_identity(run.header),
+        requests=s["requests"],
+        attempts=s["requests"],  # every attempt is a request record
+        retries=s["retries"],
+        errors=s["errors"],
+        error_rate=_ratio(s["finals_failed"], s["finals"]),  # calls that failed after their retries
+        attempt_error_rate=_ratio(s["errors"], s["requests"]),  # attempts that failed, retried or not
+        errors_by_class=dict(acc.errors_by_class),
+        invalid_usage=s["invalid_usage"],  # calls whose token counts were rejected
+        window_s=win.seconds,
+        window=WindowFigures(
+            start_s=win.start - t0,
+            end_s=win.end - t0,
+            steady=win.steady,
+            requests=s["measured"],
+            of_requests=s["requests"],
+            whole_run=(run.footer or {}).get("window") == "whole",
+        ),
+        ttft_s=_percentiles(h["ttft"], (50, 75, 90, 95, 99), US),
+        ttfat_s=_percentiles(h["ttfat"], (50, 90, 95, 99), US),
+        e2e_s=_percentiles(h["e2e"], (50, 90, 95, 99), US),
+        itl_s=itl,
+        interactivity=interactivity(itl.to_dict()),  # 1 / ITL at p50..p95 (AgentX)
+        user_decode_tps=_percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
+        user_output_tps_incl_wait=_percentiles(h["with_wait"], (25, 50), TPS_SCALE),
+        throughput=_throughput(acc, win.seconds, True, run_gpus(run.header)),
+        cache=_cache(acc),
+        tasks=acc.tasks.figures(),
+        totals=_totals(acc),
+        client=_client(run.client, win, acc),
+        breakdown=breakdown_figures(acc),
+        host_figures=provider_figures(acc, run),
+        warmup_requests=acc.recipe.counts["warmup"],  # primers and warm-up calls: in no other figure
+        answers=acc.answers.figures(bool((run.header.get("request") or {}).get("force_output_length"))),
+        recipe_figures={},
+    )
+    summary.recipe_figures = recipe_figures(run, summary.to_dict(), acc, win)
+    return summary
+
+
+def run_gpus(header: dict[str, Any]) -> int | None:
+    """The GPUs behind the host, for per-GPU figures: the recipe's (--gpus), else the hosts file's."""
+    return (header.get("recipe") or {}).get("gpus") or (header.get("host") or {}).get("gpus")
 
 
 def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
@@ -165,8 +186,11 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
     }
 
 
-def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> dict[str, float | int | None]:
-    return read_percentiles(hist, ps, scale, mean=True)
+def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> Percentiles:
+    got = read_percentiles(hist, ps, scale, mean=True)
+    n = int(got.pop("n") or 0)
+    mean = got.pop("mean")
+    return Percentiles(got, mean, n)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -179,34 +203,34 @@ def header_card(header: dict[str, Any]) -> dict[str, Any] | None:
     return card if isinstance(card, dict) else None
 
 
-def run_identity(header: dict[str, Any]) -> dict[str, Any]:
+def run_identity(header: dict[str, Any]) -> RunIdentity:
     """What a summary was made of, so two summaries can be told apart and compared without their run files."""
     host, load, workload = header.get("host") or {}, header.get("load") or {}, header.get("workload") or {}
     sim = header.get("simulated") or {}
-    return {
-        "host": host.get("base_url"),
-        "api": host.get("api"),
-        "model": host.get("model"),
-        "preset": host.get("preset"),
-        "dialect": host.get("dialect"),
-        "host_name": host.get("name"),
-        "simulated_profile": header.get("simulated_host"),
-        "simulated_faults": sim.get("faults") if sim else header.get("simulated_faults"),
-        "concurrency": load.get("concurrency"),
-        "duration_s": load.get("duration_s"),
-        "tasks": load.get("tasks"),
-        "tool_time": load.get("tool_time"),
-        "seed": load.get("seed"),
-        "workload": {
+    return RunIdentity(
+        host=host.get("base_url"),
+        api=host.get("api"),
+        model=host.get("model"),
+        preset=host.get("preset"),
+        dialect=host.get("dialect"),
+        host_name=host.get("name"),
+        simulated_profile=header.get("simulated_host"),
+        simulated_faults=sim.get("faults") if sim else header.get("simulated_faults"),
+        concurrency=load.get("concurrency"),
+        duration_s=load.get("duration_s"),
+        tasks=load.get("tasks"),
+        tool_time=load.get("tool_time"),
+        seed=load.get("seed"),
+        workload={
             k: workload.get(k)
             for k in ("paths", "digest", "trajectories", "turns", "unrecorded_context", "padded_tokens", "images")
         },
-        "created": header.get("created"),
-        "replay_version": header.get("replay_version"),
-    }
+        created=header.get("created"),
+        replay_version=header.get("replay_version"),
+    )
 
 
-def _throughput(acc: Accumulator, seconds: float, key: Any) -> dict[str, Any]:
+def _throughput(acc: Accumulator, seconds: float, key: Any, gpus: int | None) -> Throughput:
     """Tokens attributed to when they happened (input at the first token, output per read) under ``key``."""
     cached, new, out = acc.tokens.get(key, [0.0, 0.0, 0.0])
     total = cached + new + out
@@ -214,40 +238,53 @@ def _throughput(acc: Accumulator, seconds: float, key: Any) -> dict[str, Any]:
     def rate(x: float) -> float | None:
         return x / seconds if seconds > 0 else None
 
-    return {
-        "total_tps": rate(total),
-        "cached_input_tps": rate(cached),
-        "new_input_tps": rate(new),
-        "output_tps": rate(out),
-        "total_tokens_per_min": rate(total * 60),
-        "output_tokens_per_min": rate(out * 60),
-        "tokens": {"cached_input": cached, "new_input": new, "output": out},
-        "input_from_client_estimate": acc.estimated_input,
-    }
+    def per_gpu(x: float | None) -> float | None:
+        return x / gpus if gpus and x is not None else None
+
+    return Throughput(
+        total_tps=rate(total),
+        cached_input_tps=rate(cached),
+        new_input_tps=rate(new),
+        output_tps=rate(out),
+        total_tokens_per_min=rate(total * 60),
+        output_tokens_per_min=rate(out * 60),
+        tokens=TokenCounts(cached_input=cached, new_input=new, output=out),
+        input_from_client_estimate=acc.estimated_input,
+        gpus=gpus,
+        total_tps_per_gpu=per_gpu(rate(total)),
+        output_tps_per_gpu=per_gpu(rate(out)),
+    )
 
 
-def _cache(acc: Accumulator) -> dict[str, Any]:
+def _cache(acc: Accumulator) -> CacheFigures:
     """Client reuse and host hits as ratios of their own prompt counts (tokenizers differ)."""
     s = acc.sums
     reuse = _ratio(s["m_reusable"], s["m_est"])
     hit = _ratio(s["m_host_cached"], s["m_host_prompt"])
-    return {
-        "client_reuse_ratio": reuse,
-        "host_hit_ratio": hit,
-        "efficiency": (hit / reuse) if (hit is not None and reuse) else None,
-        "requests_with_cached_tokens": s["m_reported"],
-        "requests": s["measured"],
-    }
+    return CacheFigures(
+        client_reuse_ratio=reuse,
+        host_hit_ratio=hit,
+        efficiency=(hit / reuse) if (hit is not None and reuse) else None,
+        requests_with_cached_tokens=s["m_reported"],
+        requests=s["measured"],
+    )
 
 
-def _totals(acc: Accumulator) -> dict[str, int]:
+def _totals(acc: Accumulator) -> Totals:
     s = acc.sums
-    names = ("prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "prompt_tokens_est",
-             "reusable_prefix_tokens")  # fmt: skip
-    return {"requests": s["requests"], "ok": s["ok"], **{name: s[name] for name in names}}
+    return Totals(
+        requests=s["requests"],
+        ok=s["ok"],
+        prompt_tokens=s["prompt_tokens"],
+        cached_tokens=s["cached_tokens"],
+        output_tokens=s["output_tokens"],
+        reasoning_tokens=s["reasoning_tokens"],
+        prompt_tokens_est=s["prompt_tokens_est"],
+        reusable_prefix_tokens=s["reusable_prefix_tokens"],
+    )
 
 
-def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> dict[str, Any]:
+def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> ClientFigures:
     """Was the client itself the bottleneck? CPU share of one core, event-loop lag, and the wait between a
     call beginning and its bytes leaving (the client's own queue, plus opening a connection when one must).
 
@@ -265,18 +302,16 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> dic
     shares = [e["cpu_share"] for e in each if e["cpu_share"] is not None]
     lags = [e["loop_lag_p99_ms"] for e in each if e["loop_lag_p99_ms"] is not None]
     loads = [s["load1"] for s in inside if s.get("load1") is not None]
-    out = {
-        "cpu_share": max(shares, default=None),
-        "loop_lag_p99_ms": max(lags, default=None),
-        "send_wait_s": _percentiles(acc.hist["send_wait"], (50, 99), US),
-        "saturated": any(e["saturated"] for e in each),
-        "held_up": any(e["held_up"] for e in each),
-        "machine_load": max(loads, default=None),
-        "cores": max((s["cores"] for s in inside if s.get("cores")), default=None),
-    }
-    if len(each) > 1 or (each and each[0]["worker"] is not None):
-        out["workers"] = each
-    return out
+    return ClientFigures(
+        cpu_share=max(shares, default=None),
+        loop_lag_p99_ms=max(lags, default=None),
+        send_wait_s=_percentiles(acc.hist["send_wait"], (50, 99), US),
+        saturated=any(e["saturated"] for e in each),
+        held_up=any(e["held_up"] for e in each),
+        machine_load=max(loads, default=None),
+        cores=max((s["cores"] for s in inside if s.get("cores")), default=None),
+        workers=each if len(each) > 1 or (each and each[0]["worker"] is not None) else None,
+    )
 
 
 def _process_load(samples: list[dict[str, Any]]) -> dict[str, Any]:

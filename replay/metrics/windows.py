@@ -15,6 +15,7 @@ from typing import Any
 
 from replay.metrics.accumulator import Accumulator
 from replay.metrics.summary import Window, figures, header_card
+from replay.metrics.summary_types import Summary
 from replay.records.run_file import RequestRecord, RunData
 
 WARMUP, STEADY, AFTER = "warmup", "steady", "after"
@@ -112,7 +113,7 @@ def _tokens_in(decoded: list[tuple[dict[str, Any], Accumulator, Accumulator]], k
     return inside
 
 
-def rebuild(run: RunData, win: Window) -> dict[str, Any]:
+def rebuild(run: RunData, win: Window) -> Summary:
     """The run's summary from its window records alone (tasks, phases and client samples of ``run`` as read)."""
     decoded = _decoded(window_records(run))
     acc = Accumulator()
@@ -124,7 +125,7 @@ def rebuild(run: RunData, win: Window) -> dict[str, Any]:
     return figures(acc, win, run)
 
 
-def span(run: RunData, start_s: float, end_s: float) -> dict[str, Any]:
+def span(run: RunData, start_s: float, end_s: float) -> Summary:
     """The summary of the windows whose middle lies in [start_s, end_s) seconds after the run's start: the calls
     that completed in them, and the tokens that fell in them."""
     t0 = run.phases.get("start", 0.0)
@@ -159,15 +160,15 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "index": w["index"],
             "start_s": w["t_start"] - t0,
             "end_s": w["t_end"] - t0,
-            "requests": f["requests"],
-            "errors": f["errors"],
-            "total_tps": f["throughput"]["total_tps"],
-            "output_tps": f["throughput"]["output_tps"],
-            "ttft_p50_s": f["ttft_s"]["p50"],
-            "ttft_p95_s": f["ttft_s"]["p95"],
-            "user_decode_tps_p25": f["user_decode_tps"]["p25"],
-            "user_decode_tps_p50": f["user_decode_tps"]["p50"],
-            "host_hit_ratio": f["cache"]["host_hit_ratio"],
+            "requests": f.requests,
+            "errors": f.errors,
+            "total_tps": f.throughput.total_tps,
+            "output_tps": f.throughput.output_tps,
+            "ttft_p50_s": f.ttft_s.points["p50"],
+            "ttft_p95_s": f.ttft_s.points["p95"],
+            "user_decode_tps_p25": f.user_decode_tps.points["p25"],
+            "user_decode_tps_p50": f.user_decode_tps.points["p50"],
+            "host_hit_ratio": f.cache.host_hit_ratio,
             "host_metrics": w.get("host_metrics") or {},
         })  # fmt: skip
     return out
@@ -199,3 +200,13 @@ class Tee:
     def sample(self, s: Any) -> None:
         for sink in self.sinks:
             sink.sample(s)
+
+    def segment(self, mark: dict[str, Any]) -> None:
+        for s in self.sinks:
+            if hasattr(s, "segment"):
+                s.segment(mark)
+
+    def mark(self, record: dict[str, Any]) -> None:
+        for s in self.sinks:
+            if hasattr(s, "mark"):
+                s.mark(record)

@@ -114,8 +114,9 @@ class _Keep:
 def read_run(path: str | Path, notes: Callable[[str], None] | None = None, sink: Any = None) -> RunData:
     """Parse a run file; every line that cannot be used is skipped and named through ``notes`` (default: stderr).
 
-    ``sink`` (an object with ``phase(name, t)``, ``request(r)``, ``task(t)``, ``sample(s)``) takes the records in
-    file order instead of the returned RunData (whose lists then stay empty): a run of any length in flat memory.
+    ``sink`` (an object with ``phase(name, t)``, ``request(r)``, ``task(t)``, ``sample(s)``, and if it wants them
+    ``header(h)``, ``segment(s)`` and ``mark(record)`` for window and segment records) takes the records in file
+    order instead of the returned RunData (whose lists then stay empty): a run of any length in flat memory.
     """
     say = notes or (lambda text: print(text, file=sys.stderr))
     header: dict[str, Any] | None = None
@@ -181,9 +182,12 @@ def _line(data: RunData, sink: Any, line: bytes) -> str | dict[str, Any] | None:
         data.footer = obj
         return None
     elif kind in ("window", "segment"):
-        data.marks.append({"type": kind, **obj})  # windows and resumed segments: few, read by the reports
+        record = {"type": kind, **obj}
+        data.marks.append(record)  # windows and resumed segments: few, read by the reports
         if kind == "segment" and hasattr(sink, "segment"):
             sink.segment(obj)
+        if hasattr(sink, "mark"):
+            sink.mark(record)
         return None
     else:
         return f"unknown record type {orjson.dumps(kind)[:40].decode(errors='replace')}"

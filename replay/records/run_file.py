@@ -230,9 +230,14 @@ class RunWriter:
             self.sink.header(header)
 
     def mark(self, kind: str, payload: dict[str, Any]) -> None:
-        """A window or segment record, written and synced at once (a soak's night must survive a power cut)."""
+        """A window or segment record, written and synced at once (a soak's night must survive a power cut), and
+        handed to the sink as ``replay report`` will read it back (a segment begins one)."""
         self._write(kind, payload)
         self.sync()
+        if self.sink is not None and kind == "segment" and hasattr(self.sink, "segment"):
+            self.sink.segment(payload)
+        if self.sink is not None and hasattr(self.sink, "mark"):
+            self.sink.mark({"type": kind, **payload})
 
     def footer(self, footer: dict[str, Any]) -> None:
         self._write("footer", footer)

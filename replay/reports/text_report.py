@@ -6,17 +6,20 @@ the verdict a nightly job is judged by.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from replay.metrics.summary_types import as_json
 from replay.reports.provider_report import provider_lines
 from replay.reports.recipe_text import recipe_lines
 from replay.workload.words import plural
 
 
-def to_json(summary: dict[str, Any]) -> str:
-    return orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+def to_json(summary: Mapping[str, Any]) -> str:
+    """The summary's JSON (``replay run --json``, ``replay report --json``), from a ``Summary`` or its dict."""
+    return orjson.dumps(as_json(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
 
 
 def _s(v: float | None, unit: str = "s") -> str:
@@ -40,9 +43,9 @@ def _row(name: str, d: dict[str, Any], keys: tuple[str, ...], unit: str = "s") -
     return f"  {name:<27}{cells}   (n={d.get('n', 0)})"
 
 
-def to_text(summary: dict[str, Any], header: dict[str, Any] | None = None) -> str:
-    """A compact, complete terminal report."""
-    s = summary
+def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) -> str:
+    """A compact, complete terminal report (from a ``Summary`` or its dict)."""
+    s = as_json(summary)
     lines = _head(header or {}) + _overview(s)
     lines += ["", "Latency (calls sent in the window)"]
     lines.append(_row("TTFT", s["ttft_s"], ("p50", "p95", "p99")))

@@ -1,8 +1,12 @@
-"""Rebuilding a run's figures from its file: the job behind ``replay report`` and ``replay.summarize``.
+"""A run's summary finished: the one way it is made, live (``replay run``) and from its file (``replay report``,
+``replay.summarize``).
 
-One pass over the file makes the summary in flat memory; the truth-log check, the HTML and CSV reports need every
-record and read the file again; a span (``--from``/``--to``) is summarised from the run's window records; the
-verdict is judged from the thresholds the header names, as the live run judged them.
+Both feed the run's records to a ``StreamSummary`` (the live run as it writes them, the report as it reads them
+back, a resumed run its earlier segments first), and ``finish`` makes the summary from it: the figures, then the
+truth-log check, the segments, the windows over time, the replay beside its recorded timeline, the verdict of the
+thresholds the header names and the baseline gate. So ``replay run --json`` and ``replay report RUN --json`` are
+the same JSON whatever the mode. The HTML and CSV reports need every record and read the file again; a span
+(``--from``/``--to``) is summarised from the run's window records.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.metrics.recorded_timeline import recorded_timeline
-from replay.metrics.streaming import summarize_file
+from replay.metrics.recorded_timeline import TaskDrift, recorded
+from replay.metrics.streaming import StreamSummary, read_stream
+from replay.metrics.summary_types import Summary, Verdict
 from replay.metrics.truth_compare import compare_file, find_truth_log
 from replay.metrics.windows import series, span, window_records
 from replay.records.reader import read_run
@@ -23,9 +28,46 @@ from replay.verdict.judge import judge
 
 @dataclass(slots=True)
 class Rebuilt:
-    summary: dict[str, Any]
-    data: RunData  # its requests are read only when asked for (records=True, or a truth log to compare)
-    drift: list[Any]  # per-task replayed vs recorded times (HTML)
+    summary: Summary
+    data: RunData  # its requests are read only when asked for (records=True)
+    drift: list[TaskDrift]  # per-task replayed vs recorded times (HTML)
+
+
+def finish(
+    stream: StreamSummary,
+    data: RunData,
+    run_file: str | Path,
+    truth: str | Path | None = None,
+    between: tuple[float | None, float | None] | None = None,
+) -> Summary:
+    """The summary of the run ``stream`` holds (``data``: ``stream.run_data``), as written to ``run_file``:
+    ``between`` (seconds after the start) summarises only the windows of that span; ``truth`` names a truth log
+    (default: the one the header names, if it is there)."""
+    if between is None:
+        summary = stream.summary(data.header, data.footer)
+        summary.recorded_timeline = stream.timeline.figures()
+    else:
+        if not window_records(data):
+            raise ValueError(f"{run_file}: the run has no window records to summarise a span from (run with --window)")
+        lo, hi = between
+        summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
+        summary.span = {"from_s": lo or 0.0, "to_s": hi}
+    truth = truth or find_truth_log(run_file, data.header)
+    if truth and between is None:
+        logs = [Path(truth), *_segment_truth_logs(run_file, data)]
+        summary.truth = compare_file(run_file, logs, summary.requests)
+    if data.later_phases or any(m["type"] == "segment" for m in data.marks):
+        summary.segments = segments(data)
+    if window_records(data):
+        summary.windows = series(data)
+    judged = judge(summary.to_dict(), data.header, data.footer)
+    gate = data.header.get("baseline") or {}
+    if gate.get("file") and between is None and Path(gate["file"]).is_file() and Path(gate["file"]) != Path(run_file):
+        before = rebuild_run(gate["file"]).summary.to_dict()
+        baseline.apply(judged, baseline.compare(judged, before, gate.get("tolerance", 0.1)), gate["file"])
+        summary.baseline = judged["baseline"]
+    summary.thresholds, summary.verdict = judged["thresholds"], Verdict(**judged["verdict"])
+    return summary
 
 
 def rebuild_run(
@@ -34,36 +76,16 @@ def rebuild_run(
     records: bool = False,
     between: tuple[float | None, float | None] | None = None,
 ) -> Rebuilt:
-    """The summary of ``run_file`` (ValueError naming the file when it cannot be read); ``between`` (seconds after
-    the start) summarises only the windows of that span."""
-    summary, data = summarize_file(run_file)
-    truth = truth or find_truth_log(run_file, data.header)
+    """The summary of ``run_file`` (ValueError naming the file when it cannot be read), read once in flat memory;
+    ``records`` also reads every record (the HTML and CSV reports)."""
+    stream = StreamSummary(keep_tasks=True, recorded=lambda header: recorded(run_file, header))
+    stream, data = read_stream(run_file, stream=stream)
+    summary = finish(stream, data, run_file, truth, between)
     if records:
         full = read_run(run_file, notes=lambda _: None)  # the notes were said by the first pass
         full.marks = data.marks
         data = full
-    if between is not None:
-        if not window_records(data):
-            raise ValueError(f"{run_file}: the run has no window records to summarise a span from (run with --window)")
-        lo, hi = between
-        summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
-        summary["span"] = {"from_s": lo or 0.0, "to_s": hi}
-    if truth and between is None:
-        logs = [Path(truth), *_segment_truth_logs(run_file, data)]
-        summary["truth"] = compare_file(run_file, logs, summary["requests"])
-    if data.later_phases or any(m["type"] == "segment" for m in data.marks):
-        summary["segments"] = segments(data)
-    if window_records(data):
-        summary["windows"] = series(data)
-    judge(summary, data.header, data.footer)
-    gate = data.header.get("baseline") or {}
-    if gate.get("file") and between is None and Path(gate["file"]).is_file() and Path(gate["file"]) != Path(run_file):
-        before = rebuild_run(gate["file"]).summary
-        baseline.apply(summary, baseline.compare(summary, before, gate.get("tolerance", 0.1)), gate["file"])
-    drift: list[Any] = []
-    if "breakdown" in summary and between is None:
-        summary["breakdown"]["recorded_timeline"], drift = recorded_timeline(data, run_file)
-    return Rebuilt(summary, data, drift)
+    return Rebuilt(summary, data, stream.timeline.rows if between is None else [])
 
 
 def _segment_truth_logs(run_file: str | Path, data: RunData) -> list[Path]:

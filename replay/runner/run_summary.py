@@ -8,28 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from replay.metrics.streaming import StreamSummary
-from replay.metrics.truth_compare import compare_file
+from replay.metrics.summary_types import Summary
 from replay.records.run_file import RunWriter
-from replay.runner.rebuild import rebuild_run
+from replay.runner.rebuild import finish
 from replay.runner.run_error import RunError
-from replay.verdict.judge import judge
 from replay.verdict.thresholds import parse_all
 
 
-def run_summary(writer: RunWriter, stream: StreamSummary, one_piece: bool, truth_log: Path | None = None) -> Any:
-    """A finished run's summary, judged: from the live accumulator when the file is one piece, else as the report
-    reads the file back (segments and windows, its baseline gate included); the truth check when the host left a
-    truth log."""
-    if not one_piece:
-        try:
-            return rebuild_run(writer.path).summary
-        except ValueError as exc:  # a baseline that cannot be read
-            raise RunError(f"--baseline: {exc}") from None
-    summary = stream.summary(writer.header_data, writer.footer_data)  # as `replay report` reads the file back
-    if truth_log is not None and truth_log.exists():  # complete: the host has stopped
-        summary["truth"] = compare_file(writer.path, [truth_log], summary["requests"])
-    judge(summary, writer.header_data, writer.footer_data)
-    return summary
+def run_summary(writer: RunWriter, stream: StreamSummary, truth_log: Path | None = None) -> Summary:
+    """A finished run's summary, judged, made as ``replay report`` makes it from the file (``rebuild.finish``, from
+    the accumulators the writer fed: segments, windows, the recorded timeline, the baseline gate); the truth check
+    when the host left a truth log (complete: the host has stopped)."""
+    truth = truth_log if truth_log is not None and truth_log.exists() else None
+    try:
+        return finish(stream, stream.run_data(writer.header_data, writer.footer_data), writer.path, truth)
+    except ValueError as exc:  # a baseline that cannot be read
+        raise RunError(f"--baseline: {exc}") from None
 
 
 def threshold_check(spec: Any, stream: StreamSummary, writer: RunWriter) -> Callable[[], str | None] | None:
@@ -39,7 +33,7 @@ def threshold_check(spec: Any, stream: StreamSummary, writer: RunWriter) -> Call
     thresholds = parse_all(spec.thresholds)
 
     def check() -> str | None:
-        summary = stream.summary(writer.header_data)
+        summary = stream.summary(writer.header_data).to_dict()
         if not summary["window"]["steady"]:
             return None  # before the steady window opens, figures are warm-up's
         breached = [r["expr"] for r in (t.judge(summary) for t in thresholds) if not r["ok"] and r["value"] is not None]

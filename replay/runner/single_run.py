@@ -26,8 +26,11 @@ from replay.loops.closed_loop import ClosedLoop
 from replay.loops.load import LoadConfig
 from replay.loops.open_loop import OpenLoop, OpenLoopConfig
 from replay.loops.skeleton import run_loop
+from replay.metrics.recorded_timeline import recorded
 from replay.metrics.streaming import StreamSummary
+from replay.metrics.summary_types import Summary
 from replay.metrics.windows import Tee, WindowRecorder
+from replay.records.reader import read_run
 from replay.records.run_file import RunWriter
 from replay.records.scrub import SECRET_NAMES, Scrubber
 from replay.reports.prometheus_export import PrometheusSink
@@ -38,6 +41,7 @@ from replay.runner.run_error import RunError
 from replay.runner.run_header import build_header
 from replay.runner.run_summary import run_summary, threshold_check
 from replay.runner.soak_jobs import close_last_window, host_sampler, side_jobs
+from replay.verdict.judge import EXIT_INCOMPLETE
 from replay.verdict.thresholds import ThresholdError, parse_all
 from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
@@ -111,7 +115,7 @@ class RunSpec:
 
 @dataclass(slots=True)
 class RunResult:
-    summary: dict[str, Any]
+    summary: Summary  # reads as the dict of `replay run --json` too; to_dict() is that dict
     header: dict[str, Any]
     path: Path
     footer: dict[str, Any] | None = None
@@ -119,7 +123,8 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         """0 passed, 2 a threshold breached, 3 not complete, 128+N stopped by signal N (replay.verdict.judge)."""
-        return int(self.summary["verdict"]["exit_code"])
+        verdict = self.summary.verdict
+        return verdict.exit_code if verdict is not None else EXIT_INCOMPLETE
 
 
 def default_out_path() -> Path:
@@ -311,7 +316,11 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     for name, value in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
         if name.lower() in SECRET_NAMES and value.strip():
             secrets += [value, value.split()[-1]]
-    stream = StreamSummary()
+    # The run's summary is made as its records are written, by the same StreamSummary `replay report` reads the file
+    # back with; a resumed run's earlier segments go into it first, as the report would read them.
+    stream = StreamSummary(recorded=lambda header: recorded(out, header, workload))
+    if previous is not None:
+        read_run(out, notes=lambda _: None, sink=stream)  # (read_previous has said what it skipped)
     window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
     if (spec.scrape_metrics or spec.baseline) and not window_s:  # the host's metrics and the noise: by window
         window_s = DEFAULT_WINDOW_S
@@ -352,8 +361,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         with contextlib.suppress(Exception):
             writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    return RunResult(run_summary(writer, stream, previous is None and windows is None, truth_log), writer.header_data,
-                     out, writer.footer_data)  # fmt: skip
+    return RunResult(run_summary(writer, stream, truth_log), writer.header_data, out, writer.footer_data)
 
 
 def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:

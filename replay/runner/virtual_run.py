@@ -104,7 +104,7 @@ def execute_virtual(spec: RunSpec, workload: Workload | None = None, prompts: Wi
     finally:
         writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    return RunResult(run_summary(writer, stream, windows is None), writer.header_data, out, writer.footer_data)
+    return RunResult(run_summary(writer, stream), writer.header_data, out, writer.footer_data)
 
 
 async def _run(spec: RunSpec, workload: Workload, host: VirtualHost, profile: SimProfile, writer: RunWriter,

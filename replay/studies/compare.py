@@ -64,7 +64,7 @@ def side_from_file(path: str | Path, name: str | None = None, hardware: Hardware
     h = data.header
     concurrency = (h.get("load") or {}).get("concurrency")
     hw = hardware or hardware_of_run(h)
-    return Side(name or path.stem, rebuilt.summary, data, str(path), hw, concurrency)
+    return Side(name or path.stem, rebuilt.summary.to_dict(), data, str(path), hw, concurrency)
 
 
 def _interval(a: np.ndarray | None, b: np.ndarray | None) -> list[float] | None:

@@ -61,7 +61,7 @@ class RealRunner:
             tasks=None,
         )
         spec = dataclasses.replace(self.spec, load=load, out=str(out), sim_truth_log=None)
-        return Level(concurrency, self.execute(spec, self.workload).summary, str(out), attempt)
+        return Level(concurrency, self.execute(spec, self.workload).summary.to_dict(), str(out), attempt)
 
     def execute(self, spec: Any, workload: Workload) -> Any:
         from replay.runner.single_run import execute

@@ -84,15 +84,12 @@ def level_summary(entry: dict[str, Any], index_path: Path) -> dict[str, Any]:
 
 
 def summarize_file(run: Path) -> dict[str, Any]:
-    """A run file's summary as the live run gave it: its truth-log check when the log is found, its verdict; not
-    the recorded-timeline comparison, which only ``replay report`` adds (it reads the workload files)."""
-    return rebuild(run).summary
+    """A run file's summary as the live run gave it (the same JSON: ``replay.runner.rebuild.finish``)."""
+    return rebuild(run).summary.to_dict()
 
 
 def rebuild(run: Path, records: bool = False) -> Any:
-    """``replay.runner.rebuild.rebuild_run`` without the recorded timeline (``records``: keep every record too)."""
+    """``replay.runner.rebuild.rebuild_run`` (``records``: keep every record too)."""
     from replay.runner.rebuild import rebuild_run
 
-    rebuilt = rebuild_run(run, records=records)
-    (rebuilt.summary.get("breakdown") or {}).pop("recorded_timeline", None)
-    return rebuilt
+    return rebuild_run(run, records=records)

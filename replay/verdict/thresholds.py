@@ -101,13 +101,15 @@ def parse_all(texts: list[str] | tuple[str, ...], check_figures: bool = False) -
     ``check_figures`` also checks that each names a figure a summary has (before a run, not after it)."""
     parsed = [Threshold.parse(part) for text in texts for part in text.split(",") if part.strip()]
     if check_figures and parsed:
+        from replay.metrics.recorded_timeline import timeline_template
         from replay.metrics.summary import summarize
         from replay.records.run_file import RunData
 
         recipes = {"recipe": {"name": "any", "figures": ["agentx", "aa"]}}  # recipe blocks' figures may be named too
         template = summarize(RunData(recipes, [], [], {}, [], None))  # every key a summary has, with no values
+        template.recorded_timeline = timeline_template()
         for threshold in parsed:
-            threshold.path(template)
+            threshold.path(template.to_dict())
     return parsed
 
 

@@ -22,7 +22,30 @@ def test_run_from_python_and_rebuild_the_summary(tmp_path: Path) -> None:
     assert result.summary["totals"]["output_tokens"] == 24
     again = replay.summarize(result.path)
     assert again["totals"] == result.summary["totals"] and again["truth"]["matched"] == 3
+    assert again == result.summary  # the run's own summary and its file's: the same, every key
     assert len(replay.read(result.path).requests) == 3
+
+
+def test_the_summary_is_typed_and_still_reads_as_the_dict_it_was(tmp_path: Path) -> None:
+    import orjson
+
+    from replay.reports.text_report import to_json
+
+    work = write_trajectory(tmp_path / "w.jsonl", "w", simple_turns(2, output_tokens=8))
+    spec = replay.RunSpec(load=replay.LoadConfig(concurrency=1), sim_profile="fast", out=str(tmp_path / "r.jsonl"))
+    s = replay.run(spec, replay.load([work])).summary
+    assert isinstance(s, replay.Summary) and s.schema_version == 1
+    as_dict = s.to_dict()
+    assert as_dict["schema_version"] == 1 and orjson.loads(to_json(s)) == orjson.loads(orjson.dumps(as_dict))
+    # typed reads and dict reads say the same
+    assert s.totals.output_tokens == s["totals"]["output_tokens"] == 16
+    assert s.ttft_s.points["p50"] == s["ttft_s"]["p50"] and s.ttft_s.n == s["ttft_s"]["n"] == 2
+    assert s.throughput.total_tps == s["throughput"]["total_tps"] and s.verdict is not None
+    assert s.verdict.exit_code == s["verdict"]["exit_code"] == 0
+    assert dict(s) == {**s} == as_dict and s == as_dict and set(s) == set(as_dict) and len(s) == len(as_dict)
+    assert "truth" in s and "span" not in s and s.get("span") is None
+    as_dict["requests"] = -1  # a reader's copy: changing it changes nothing
+    assert s["requests"] == 2
 
 
 def test_import_replay_is_cheap_and_typed() -> None:

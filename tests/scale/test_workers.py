@@ -123,10 +123,10 @@ def test_saturation_is_judged_per_worker() -> None:
     busy = {"wall_s": 5.0, "cpu_s": 4.9, "lag_p99_ms": 80.0}
     samples = [{"t": 1.0, "worker": 0, **quiet}, {"t": 1.0, "worker": 1, **busy}]
     acc = StreamSummary().acc
-    cl = _client(samples, Window(0.0, 10.0, True), acc)
+    cl = _client(samples, Window(0.0, 10.0, True), acc).to_dict()
     assert cl["saturated"] and cl["cpu_share"] == pytest.approx(0.98) and cl["loop_lag_p99_ms"] == 80.0
     assert [(w["worker"], w["saturated"]) for w in cl["workers"]] == [(0, False), (1, True)]
-    single = _client([{"t": 1.0, **quiet}], Window(0.0, 10.0, True), acc)
+    single = _client([{"t": 1.0, **quiet}], Window(0.0, 10.0, True), acc).to_dict()
     assert "workers" not in single and not single["saturated"] and single["cpu_share"] == pytest.approx(0.2)
 
 

@@ -1,6 +1,7 @@
-"""The figures a run adds when its header names a recipe or the facts of its host (replay.runner.recipes): per-GPU
-throughput, latency from the intended start, the AgentX and AA blocks, the validity verdict, and what the public
-methods leave out. Everything from the run file alone, like every other figure."""
+"""The figures a run adds when its header names a recipe or the facts of its host (replay.runner.recipes): latency
+from the intended start, the AgentX and AA blocks, the validity verdict, and what the public methods leave out
+(per-GPU throughput is the summary's own: ``summary.run_gpus``). Everything from the run file alone, like every
+other figure."""
 
 from __future__ import annotations
 
@@ -22,11 +23,7 @@ def recipe_figures(run: RunData, summary: dict[str, Any], acc: Accumulator, wind
     """Keys to merge into the summary, from the accumulator's recipe and host tallies."""
     recipe = run.header.get("recipe") or {}
     host = run.header.get("host") or {}
-    gpus = recipe.get("gpus") or host.get("gpus")
-    tp = summary["throughput"]
-    tp["gpus"] = gpus
-    tp["total_tps_per_gpu"] = tp["total_tps"] / gpus if gpus and tp["total_tps"] is not None else None
-    tp["output_tps_per_gpu"] = tp["output_tps"] / gpus if gpus and tp["output_tps"] is not None else None
+    gpus = summary["throughput"]["gpus"]  # the recipe's, else the hosts file's (summary.run_gpus)
     t = acc.recipe
     out: dict[str, Any] = {"intended": intended_figures(t, run.footer)}
     name = recipe.get("name")
