@@ -19,7 +19,7 @@ _API = {
     "read": "replay.api",
     "summarize": "replay.api",
     "Summary": "replay.api",
-    "RunSpec": "replay.runner.single_run",
+    "RunSpec": "replay.runner.run_spec",
     "RunResult": "replay.runner.single_run",
     "RunError": "replay.runner.single_run",
     "ReplayError": "replay.errors",
@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from replay.api import Summary, load, read, run, summarize
     from replay.errors import ReplayError
     from replay.loops.load import LoadConfig
-    from replay.runner.single_run import RunError, RunResult, RunSpec
+    from replay.runner.run_spec import RunSpec
+    from replay.runner.single_run import RunError, RunResult
     from replay.sessions.tool_time import ToolTimePolicy
     from replay.workload.history import HistoryPolicy
     from replay.workload.trajectory import TrajectoryError, Workload

@@ -81,6 +81,7 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     """``spec`` with the recipe applied, the start point, the arrivals and the facts the figures need."""
     from replay.loops.arrivals import Arrivals
     from replay.runner.recipes import DEFAULT_SLO_TIERS, RecipeFacts, apply_recipe, get_recipe
+    from replay.runner.run_spec import RecipeSpec
     from replay.sessions.lanes import LaneConfig
     from replay.sessions.start_points import StartAt
 
@@ -109,10 +110,12 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
         min_duration_s=minimum,
         slo_tiers=_tiers(tuple(opts.get("slo_tiers") or ())) or DEFAULT_SLO_TIERS,
     )
-    spec = dataclasses.replace(spec, load=load, arrivals=arrivals, max_live=opts.get("max_live"), recipe_facts=facts)
+    loop = dataclasses.replace(spec.loop, arrivals=arrivals, max_live=opts.get("max_live"))
+    recipe = RecipeSpec(opts.get("recipe"), facts)
+    spec = dataclasses.replace(spec, load=load, loop=loop, recipe_spec=recipe)
     if opts.get("recipe"):
         asked = {k for k in ("duration", "tasks") if opts.get(k) is not None}
-        spec = apply_recipe(dataclasses.replace(spec, recipe=opts["recipe"]), get_recipe(opts["recipe"]), asked)
+        spec = apply_recipe(spec, get_recipe(opts["recipe"]), asked)
     return spec
 
 

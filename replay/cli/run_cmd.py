@@ -60,13 +60,13 @@ def run(
             raise click.BadParameter(f"given {len(opts[name])} times for one host", param_hint=flag)
     spec = run_options.spec_from(opts, trajectories, resume or out)
     spec.progress, spec.resume = not quiet, bool(resume)
+    where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"  # as given (before it is resolved)
     try:
-        check_spec(spec)  # before anything is printed: a bad --host may hold a key
+        spec = check_spec(spec)  # before anything is printed (a bad --host may hold a key); the run uses it as checked
     except RunError as exc:
         raise click.ClickException(str(exc)) from None
     concurrency = opts["concurrency"]
     if not quiet:
-        where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"
         over = f" over {spec.workers} worker processes" if spec.workers > 1 else ""
         if spec.ray:
             many = f"{spec.workers} Ray actors" if spec.workers else "Ray actors (one per CPU of the cluster)"

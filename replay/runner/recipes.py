@@ -112,5 +112,5 @@ def apply_recipe(spec: Any, recipe: Recipe, asked: set[str]) -> Any:
         changes["lanes"] = lanes
     spec = dataclasses.replace(spec, load=dataclasses.replace(load, **changes))
     if recipe.force_output_length:
-        spec = dataclasses.replace(spec, force_output_length=True)
+        spec = dataclasses.replace(spec, endpoint=dataclasses.replace(spec.endpoint, force_output_length=True))
     return spec

@@ -9,7 +9,7 @@ import dataclasses
 import importlib.util
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import aiohttp
 from replay import event_loop
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
-from replay.clients.host import CONNECTIONS, DEFAULT_MAX_RESPONSE_BYTES, HostConfig
+from replay.clients.host import CONNECTIONS, HostConfig
 from replay.clients.transport import Transport
 from replay.hosts.resolve import HostError, ResolvedHost, rate_card_option, resolve
 from replay.loops.closed_loop import ClosedLoop
@@ -35,82 +35,21 @@ from replay.records.run_file import RunWriter
 from replay.records.scrub import SECRET_NAMES, Scrubber
 from replay.reports.prometheus_export import PrometheusSink
 from replay.runner.embedded_host import embedded_host
-from replay.runner.recipes import RecipeFacts, get_recipe, header_block
+from replay.runner.recipes import get_recipe, header_block
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
 from replay.runner.run_error import RunError
 from replay.runner.run_header import build_header
+from replay.runner.run_spec import RunSpec
 from replay.runner.run_summary import run_summary, threshold_check
 from replay.runner.soak_jobs import close_last_window, host_sampler, side_jobs
 from replay.verdict.judge import EXIT_INCOMPLETE
 from replay.verdict.thresholds import ThresholdError, parse_all
-from replay.workload.history import HistoryPolicy
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
 SIM_MODEL = "replay-sim"
 DEFAULT_WINDOW_S = 60.0
 LONG_RUN_S = 600.0  # runs this long or longer get windows unless told otherwise
 DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
-
-
-@dataclass(slots=True)
-class RunSpec:
-    """Everything a run needs; ``host`` None means the embedded simulated host."""
-
-    trajectories: list[str] = field(default_factory=list)
-    host: str | None = None
-    model: str | None = None
-    api: str = "chat"  # chat | completions | responses | anthropic
-    api_key_env: str = "OPENAI_API_KEY"
-    load: LoadConfig = field(default_factory=LoadConfig)
-    retries: int | None = None  # None: DEFAULT_RETRIES against a real host, 0 against the simulated one
-    force_output_length: bool = False
-    check_answers: bool | None = None  # None: the free checks; True: the text too; False: none (answer_check)
-    keep_answers: bool = False  # each answer's text on its record (hosts side by side: their agreement)
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    request_timeout_s: float = 600.0
-    stall_timeout_s: float = 120.0
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    cache_control: str = "none"  # anthropic: none | auto
-    responses_state: str = "none"  # responses: none | previous
-    thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ... (replay.verdict.thresholds)
-    abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
-    window_s: float | None = None  # window records every this many seconds (None: 60 s for runs of 10 min or more)
-    resume: bool = False  # go on with the run in ``out`` (replay run --resume): see replay.runner.resume
-    prometheus: str | None = None  # HOST:PORT to serve the live figures at /metrics
-    scrape_metrics: str | None = None  # the host's Prometheus endpoint, sampled every window
-    baseline: str | None = None  # an earlier run file: figures worse than it by more than the tolerance fail the run
-    baseline_tolerance: float = 0.10
-    out: str | None = None
-    sim_profile: str = "default"
-    sim_profile_file: str | None = None  # a profile from a file (its base: sim_profile)
-    sim_truth_log: str | None = None
-    sim_faults: str | None = None
-    sim_fault_seed: int = 0
-    sim_dialect: str | None = None
-    sim_fallback: str | None = None
-    # Hosts (replay.hosts.resolve): --dialect, --hosts, --header, --connection, the speed options, --rate-card.
-    dialect: str | None = None  # a preset's fields and options applied to any URL (or the sim)
-    hosts_file: str | None = None  # default: ./replay.toml when present
-    headers: dict[str, str] = field(default_factory=dict)
-    connection: str = "session"  # session | per-request
-    service_tier: str | None = None
-    speed: str | None = None
-    route_sort: str | None = None
-    route_order: list[str] = field(default_factory=list)
-    route_only: list[str] = field(default_factory=list)
-    fallbacks: bool | None = None  # False: --no-fallbacks
-    rate_card: str | None = None  # a shipped card's name or input=..,output=.. (over the hosts file's)
-    tokenizer: str | None = None
-    history: HistoryPolicy = field(default_factory=HistoryPolicy)
-    unrecorded_context: str = "pad"  # pad | omit: the context recordings left out put back (workload/padding.py)
-    progress: bool = True
-    recipe: str | None = None  # agentx | aa-agentperf (replay.runner.recipes), already applied to the fields above
-    recipe_facts: RecipeFacts = field(default_factory=RecipeFacts)  # GPUs, power, rate card, SLO tiers
-    arrivals: Any = None  # an open loop's arrivals (replay.loops.arrivals.Arrivals); None: the closed loop
-    max_live: int | None = None  # open loop: sessions at once (default: the concurrency)
-    workers: int = 1  # processes the closed loop's lanes are sharded over (replay.scale.workers); 1: this one
-    ray: str | None = None  # --ray ADDRESS: the workers as actors on that Ray cluster (workers 0: one per its CPUs)
-    ray_listen: str | None = None  # where the actors connect back (default: this node's IP as Ray knows it)
 
 
 @dataclass(slots=True)
@@ -181,7 +120,10 @@ def truth_log_path(spec: RunSpec, out: Path, segment: int = 0) -> Path | None:
 
 def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
     """``spec`` with its host resolved (a preset or hosts-file name becomes its URL, model, flavour, key variable,
-    body and headers) and the resolved host itself; RunError naming the file and field, or the option."""
+    body and headers) and the resolved host itself; RunError naming the file and field, or the option. Once per
+    run: a spec already resolved (``spec.endpoint.resolved``) is returned as it is."""
+    if spec.endpoint.resolved is not None:
+        return spec, spec.endpoint.resolved
     try:
         r = resolve(spec)
         if spec.rate_card:
@@ -192,14 +134,15 @@ def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
         raise RunError(str(exc)) from None
     if spec.connection not in CONNECTIONS:
         raise RunError(f"--connection: expected one of {', '.join(CONNECTIONS)}, not {spec.connection!r}")
-    spec = dataclasses.replace(spec, host=r.base_url, model=r.model, api=r.api, api_key_env=r.key_env,
-                               extra_body=r.body, headers=r.headers, recipe_facts=dataclasses.replace(
-                                   facts, gpus=r.gpus, power_kw=r.power_kw))  # fmt: skip
-    return spec, r
+    endpoint = dataclasses.replace(spec.endpoint, host=r.base_url, model=r.model, api=r.api, api_key_env=r.key_env,
+                                   extra_body=r.body, headers=r.headers, resolved=r)  # fmt: skip
+    recipe = dataclasses.replace(spec.recipe_spec, facts=dataclasses.replace(facts, gpus=r.gpus, power_kw=r.power_kw))
+    return dataclasses.replace(spec, endpoint=endpoint, recipe_spec=recipe), r
 
 
-def check_spec(spec: RunSpec) -> None:
-    """Everything about ``spec`` that can be wrong before a byte is sent: RunError naming the option."""
+def check_spec(spec: RunSpec) -> RunSpec:
+    """Everything about ``spec`` that can be wrong before a byte is sent (RunError naming the option); returns it with
+    its host resolved, for the run to use as it is."""
     spec, _ = resolve_host(spec)
     try:
         parse_all(spec.thresholds, check_figures=True)
@@ -218,6 +161,7 @@ def check_spec(spec: RunSpec) -> None:
         from replay.runner.sim_options import check_sim_options
 
         check_sim_options(spec)
+    return spec
 
 
 def check_workers(spec: RunSpec) -> None:
@@ -266,13 +210,6 @@ def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
     return load
 
 
-def request_options(spec: RunSpec, model: str) -> RequestOptions:
-    """What every request of the run carries besides its conversation."""
-    checks = {None: "free", True: "all", False: "off"}[spec.check_answers]
-    return RequestOptions(model, spec.force_output_length, spec.extra_body, spec.cache_control, spec.responses_state,
-                          checks, spec.keep_answers)  # fmt: skip
-
-
 def load_run_workload(spec: RunSpec) -> Workload:
     """The run's workload, loaded under its history policy and ``--unrecorded-context``; RunError when the API
     flavour cannot send what it holds (image parts to a text-prompt flavour)."""
@@ -297,8 +234,9 @@ def check_images(workload: Workload, api: str) -> None:
 
 def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     """Run, summarise and judge; the run file is complete (footer included) when this returns."""
-    check_spec(spec)
-    spec, resolved = resolve_host(spec)
+    spec = check_spec(spec)  # the host resolved here, once (a spec the caller checked already is used as it is)
+    resolved = spec.endpoint.resolved
+    assert resolved is not None
     ensure_open_files(max(spec.load.concurrency, spec.max_live or 0))
     out = Path(spec.out) if spec.out else default_out_path()
     try:
@@ -313,7 +251,10 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         _check_resume(spec, previous, workload, asked_duration)
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
     secrets = [key] if key else []
-    for name, value in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
+    for (
+        name,
+        value,
+    ) in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
         if name.lower() in SECRET_NAMES and value.strip():
             secrets += [value, value.split()[-1]]
     # The run's summary is made as its records are written, by the same StreamSummary `replay report` reads the file
@@ -332,14 +273,12 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     footer: dict[str, Any] = {"stop_reason": "crashed"}
     try:
         with _host(spec, truth_log) as (base_url, sim):
-            auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists models to its keys
+            auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists its models
             model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url, headers=auth)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
-            host = HostConfig(base_url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
-                              spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
-                              spec.connection)  # fmt: skip
-            options = request_options(spec, model)
+            host = spec.endpoint.host_config(base_url, model)
+            options = spec.endpoint.request_options(model)
             header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
             header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
             if spec.workers > 1 or spec.ray:
@@ -389,7 +328,10 @@ def _recipe_header(spec: RunSpec) -> dict[str, Any]:
     recipe = get_recipe(spec.recipe) if spec.recipe else None
     out: dict[str, Any] = {"recipe": header_block(recipe, spec.recipe_facts)}
     if spec.arrivals is not None:
-        out["open_loop"] = {"arrivals": str(spec.arrivals), "max_live": spec.max_live or spec.load.concurrency}
+        out["open_loop"] = {
+            "arrivals": str(spec.arrivals),
+            "max_live": spec.max_live or spec.load.concurrency,
+        }
     return out
 
 

@@ -60,7 +60,9 @@ class RealRunner:
             warmup_s=self.warmup_s,
             tasks=None,
         )
-        spec = dataclasses.replace(self.spec, load=load, out=str(out), sim_truth_log=None)
+        spec = dataclasses.replace(
+            self.spec, load=load, out=str(out), sim=dataclasses.replace(self.spec.sim, truth_log=None)
+        )
         return Level(concurrency, self.execute(spec, self.workload).summary.to_dict(), str(out), attempt)
 
     def execute(self, spec: Any, workload: Workload) -> Any:

@@ -63,9 +63,9 @@ class HttpRunner:
     its key are resolved once; no summary is made per pass (a pass's records are all the probe reads)."""
 
     def __init__(self, base: Any, directory: Path) -> None:
-        from replay.runner.single_run import RunError, detect_model, request_options, resolve_host
+        from replay.runner.single_run import RunError, detect_model, resolve_host
 
-        spec, resolved = resolve_host(base)  # RunSpec: host, model, API, key variable, timeouts
+        spec, _ = resolve_host(base)  # RunSpec: host, model, API, key variable, timeouts (kept on the spec)
         if spec.host is None:  # the probe starts the embedded simulated host before its passes
             raise RunError("a probe's passes need a host URL")
         url: str = spec.host
@@ -76,11 +76,12 @@ class HttpRunner:
             model = event_loop.run(detect_model(url, headers=auth))
             if not model:
                 raise RunError(f"no --model given and {spec.host}/models lists no model")
-        self.spec, self.model = dataclasses.replace(spec, model=model), model
-        self.host = HostConfig(url, model, spec.api, spec.api_key_env, spec.request_timeout_s,
-                               spec.stall_timeout_s, spec.max_response_bytes, resolved.dialect, spec.headers,
-                               spec.connection)  # fmt: skip
-        self.options = request_options(spec, model)
+        self.spec, self.model = (
+            dataclasses.replace(spec, endpoint=dataclasses.replace(spec.endpoint, model=model)),
+            model,
+        )
+        self.host = spec.endpoint.host_config(url, model)
+        self.options = spec.endpoint.request_options(model)
         self.scrub = Scrubber([key] if key else [])
         self.directory, self.passes, self.started = directory, 0, perf_counter()
 
@@ -98,7 +99,8 @@ class HttpRunner:
         self.passes += 1
         path = self.directory / f"run-{self.passes:02d}.jsonl"
         load = pass_load(workload, concurrency, budget_s)
-        spec = dataclasses.replace(self.spec, load=load, out=str(path), progress=False, retries=0)
+        endpoint = dataclasses.replace(self.spec.endpoint, retries=0)
+        spec = dataclasses.replace(self.spec, load=load, out=str(path), progress=False, endpoint=endpoint)
         writer = RunWriter(path, self.scrub)
         footer: dict[str, Any] = {"stop_reason": "crashed"}
         try:

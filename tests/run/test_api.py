@@ -55,7 +55,7 @@ def test_import_replay_is_cheap_and_typed() -> None:
     code = "import replay, sys; print('replay.runner.single_run' in sys.modules, replay.__version__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", replay.__version__]  # nothing heavy until a name is used
-    assert replay.RunSpec.__module__ == "replay.runner.single_run"
+    assert replay.RunSpec.__module__ == "replay.runner.run_spec"
 
 
 def _exception_classes() -> list[type[BaseException]]:

@@ -223,8 +223,8 @@ def test_a_timed_two_worker_run_has_the_single_process_window(tmp_path: Path) ->
     for i in range(4):
         write_trajectory(work, f"w{i}", simple_turns(30, output_tokens=20, tool_time_s=0.02))
     load = LoadConfig(concurrency=4, duration_s=1.5)
-    spec = RunSpec([str(work)], load=load, out=str(tmp_path / "r.jsonl"), sim_profile="fast", progress=False, workers=2,
-                   window_s=0.5)  # fmt: skip
+    spec = RunSpec(trajectories=[str(work)], load=load, out=str(tmp_path / "r.jsonl"), sim_profile="fast",
+                   progress=False, workers=2, window_s=0.5)  # fmt: skip
     result = execute(spec)
     run = read_run(result.path)
     p = run.phases
