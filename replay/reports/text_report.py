@@ -12,30 +12,18 @@ from typing import Any
 import orjson
 
 from replay.metrics.summary_types import as_json
+from replay.reports.breakdown_text import breakdown_lines
 from replay.reports.provider_report import provider_lines
 from replay.reports.recipe_text import recipe_lines
+from replay.reports.units import pct as _pct
+from replay.reports.units import rate as _rate
+from replay.reports.units import seconds as _s
 from replay.workload.words import plural
 
 
 def to_json(summary: Mapping[str, Any]) -> str:
     """The summary's JSON (``replay run --json``, ``replay report --json``), from a ``Summary`` or its dict."""
     return orjson.dumps(as_json(summary), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-
-
-def _s(v: float | None, unit: str = "s") -> str:
-    if v is None:
-        return "-"
-    if unit == "s":
-        return f"{v * 1000:,.1f} ms" if v < 1 else f"{v:,.2f} s"
-    return f"{v:,.1f}"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def _rate(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.0f}"
 
 
 def _row(name: str, d: dict[str, Any], keys: tuple[str, ...], unit: str = "s") -> str:
@@ -62,7 +50,7 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
         f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"
         f" cached), {tot['output_tokens']:,} output tokens"
     )
-    lines += _client(s["client"]) + provider_lines(s)
+    lines += _client(s["client"]) + provider_lines(s) + breakdown_lines(s)
     if s.get("truth"):
         lines += _truth_lines(s["truth"])
     lines += recipe_lines(s)

@@ -97,3 +97,26 @@ def test_a_resumed_runs_live_summary_covers_both_segments_as_the_report_does(rec
     assert [s["index"] for s in live["segments"]] == [0, 1]
     requests = out.read_bytes().count(b'{"type":"request"')
     assert live["requests"] == requests > first["requests"]  # the earlier segment's calls are in the live figures
+
+
+def test_the_terminal_report_is_the_same_live_and_shows_the_breakdowns_drift_and_host_metrics(
+    recorded: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run.jsonl"
+    args = ["run", str(recorded), "-c", "3", "--duration", "2s", "--window", "0.5s", "--scrape-metrics", "auto"]
+    live = CliRunner().invoke(main, [*args, "--sim-profile", "fast", "-q", "--out", str(out)], catch_exceptions=False)
+    offline = CliRunner().invoke(main, ["report", str(out)], catch_exceptions=False)
+    assert live.exit_code == offline.exit_code == 0, live.output
+    text = live.stdout
+    assert text == offline.stdout
+    summary = _report(out)
+    buckets = [r for r in summary["breakdown"]["by_turn"] if r["requests"]]
+    assert "By turn depth" in text and "By prompt length" in text
+    for r in buckets:  # each non-empty bucket is a row with its calls
+        assert any(line.split()[:2] == [r["bucket"], f"{r['requests']:,}"] for line in text.splitlines()), r
+    timeline = summary["breakdown"]["recorded_timeline"]
+    assert f"Beside the recorded timeline ({timeline['tasks']} complete tasks" in text
+    scraped = [w["host_metrics"] for w in summary["windows"] if w["host_metrics"] and "error" not in w["host_metrics"]]
+    hits = sum(m.get("prefix_cache_hits", 0) for m in scraped)
+    assert scraped and f"The host's own metrics ({len(scraped)} windows scraped" in text
+    assert f"prefix cache hits {hits:,.0f} of" in text
