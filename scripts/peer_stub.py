@@ -298,14 +298,14 @@ class Connection(asyncio.Protocol):
         tally.max_in_flight = max(tally.max_in_flight, tally.in_flight)
         try:
             if timed:
-                await asyncio.sleep(max(0.0, arrival + config.ttft - time.monotonic()))
+                await sleep_until(arrival + config.ttft)
             self.transport.write(SSE_HEAD + b"\r\n" + chunk(opening + token))  # type: ignore[union-attr]
             first = last = time.monotonic()
             sent = 1
             piece = chunk(token)
             for i in range(1, config.tokens):
                 if timed:
-                    await asyncio.sleep(max(0.0, arrival + config.ttft + i * config.itl - time.monotonic()))
+                    await sleep_until(arrival + config.ttft + i * config.itl)
                 elif not self.can_write.is_set():
                     await self.can_write.wait()
                 if self.transport is None:
@@ -324,6 +324,13 @@ class Connection(asyncio.Protocol):
             self.busy = False
         if self.buf:
             self.serve_buffered()
+
+
+async def sleep_until(t: float) -> None:
+    """Never before ``t`` on ``time.monotonic``: the loop's timers may fire early by what the loop's cached time
+    lags the clock (uvloop reads it once per turn, so a busy turn makes every timer armed in it early)."""
+    while (delay := t - time.monotonic()) > 0:
+        await asyncio.sleep(delay)
 
 
 async def serve(config: Config, port: int, exit_with_stdin: bool) -> None:
