@@ -2,11 +2,13 @@
 
 import asyncio
 import dataclasses
-import time
+import itertools
+import types
 
 import numpy as np
 import pytest
 
+from replay.sim.core import engine as engine_module
 from replay.sim.core.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine, step_shape
 from replay.sim.core.profiles import GB, PROFILES, SimProfile, get_profile
 from replay.sim.core.step_table import StepShape
@@ -195,21 +197,36 @@ def test_abort_gives_back_blocks_and_slot():
     assert core.schedule(1.0) is None
 
 
-async def test_real_time_steps_are_anchored_and_due_tokens_coalesce():
-    engine = SimEngine(dataclasses.replace(FAST, step_overhead_s=0.009))  # ~10 ms steps
+async def test_real_time_steps_are_anchored_and_due_tokens_coalesce(monkeypatch):
+    """The wall-clock driver on a clock the test moves (the engine module's perf_counter), so a busy machine changes
+    nothing: a token falls due at its step's end; the tokens that fell due while the loop ran late come in one
+    wake-up; and token times stay on the steps' schedule, however late the loop woke."""
+    profile = dataclasses.replace(FAST, step_overhead_s=0.009)  # ~10 ms steps
+    twin = EngineCore(profile)  # the same steps on a virtual clock: when each token falls due
+    submit(twin, 10, 6)
+    _, steps = run_until_idle(twin)
+    ends = list(itertools.accumulate(s.duration for s in steps))
+    assert len(ends) == 6  # the prefill's step gives the first token, then one step per token
+    t0 = 100.0
+    clock = [t0]
+    monkeypatch.setattr(engine_module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    engine = SimEngine(profile)
     seq = engine.core.new_seq("r", prompt(10), 6)
     engine.submit(seq)
-    sent, batches = 0, []
-    while sent < seq.target:
-        n = await engine.tokens(seq, sent)
+    while seq.t_scheduled is None:  # the driver's first turn: the first step starts at t0
+        await asyncio.sleep(0)
+    batches, sent = [], 0
+    # the loop wakes in the middle of step 2, then in the middle of step 5 (three steps late), then after the last
+    for i in (0, 3, 5):
+        clock[0] = t0 + (ends[i] + ends[i + 1]) / 2 if i < 5 else t0 + ends[5] + 1e-3
+        n = await asyncio.wait_for(engine.tokens(seq, sent), timeout=30)
         batches.append(n - sent)
-        if len(batches) == 1:
-            time.sleep(0.035)  # block the loop on purpose: the next tokens fall due meanwhile
         sent = n
     await engine.stop()
-    assert sum(batches) == 6 and batches[0] == 1 and batches[1] >= 2
-    # engine times stay on the schedule despite the blocked loop: 6 steps of the same length
-    assert seq.t_last_token - seq.t_first_token == pytest.approx(5 * 0.010, abs=0.002)
+    assert batches == [1, 3, 2] and engine.lag_resets == 0
+    assert seq.t_first_token == pytest.approx(t0 + ends[0], abs=1e-9)
+    # the steps, not the wakes
+    assert seq.t_last_token - seq.t_first_token == pytest.approx(ends[5] - ends[0], abs=1e-9)
 
 
 async def test_leaving_early_releases_the_running_slot():
