@@ -160,6 +160,8 @@ class _Agent:
         max_tokens = WARMUP_MAX_TOKENS if phase == "warmup" else turn.output_tokens
         seen = self.tree.prefix_seen(context) if ctx.lanes is not None else None
         await loop_turns().turn()  # building and sending a call can wait for the loop's next poll
+        if ctx.stop.is_set():  # the run stopped while this call waited for its turn: it is not sent
+            return None, None
         body = ctx.client.render(context.messages, max_tokens, self.tools, self.conversation)
         wait = 0.0
         rec: RequestRecord | None = None
