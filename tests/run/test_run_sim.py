@@ -21,7 +21,7 @@ from replay.sessions.tool_time import ToolTimePolicy
 from replay.verdict.judge import judge
 from tests.support.trajectories import simple_turns, write_trajectory
 
-TOLERANCE_S = 0.005
+ROUNDING_S = 2e-6  # both sides store times rounded to the microsecond
 
 
 def _workload(tmp_path: Path, n: int = 6, turns: int = 4, output_tokens: int = 24, tool_time_s: float = 0.05) -> Path:
@@ -66,18 +66,21 @@ def test_every_request_succeeds_and_matches_the_host_token_counts(sim_run) -> No
 
 
 def test_ttft_and_token_times_agree_with_the_truth_log(sim_run) -> None:
-    # The median of every call, so that one stall of the whole (shared) machine cannot fail the test;
-    # the tails are figures for the benchmark (scripts/truth_agreement.py).
+    """Order and counts, which no busy machine can break (how close the times are is a timing claim, measured by
+    scripts/truth_agreement.py into docs/benchmarks.md): one monotonic clock for client and host, so every request
+    left before the host saw it and every token was read after the host wrote it, which bounds an error in the
+    client's clock base from both sides; and tokens were stamped as they came, not when the answer was whole."""
     result, run, truth = sim_run
-    ttft = []
+    ttft, prompt = [], 0
     for rec in run.requests:
         t = truth[rec.id]
         ttft.append((rec.t_first_token - rec.t_sent) - (t["first_token"] - t["arrival"]))
         client, host = client_token_times(rec), host_token_times(t)
         assert len(client) == len(host) == rec.output_tokens
-        assert abs(float(np.median(client - host))) < TOLERANCE_S, (rec.id, client - host)
-        assert abs(float(np.median(np.diff(client) - np.diff(host)))) < TOLERANCE_S, rec.id
-    assert abs(float(np.median(ttft))) < TOLERANCE_S
+        assert rec.t_sent <= t["arrival"] + ROUNDING_S and bool(np.all(client >= host - ROUNDING_S)), rec.id
+        prompt += int(np.count_nonzero(client[:-1] < host[1:]))  # read before the host wrote the next one
+    assert prompt > 0  # a client that stamped an answer's tokens only once it had them all would have none
+    assert min(ttft) >= -2 * ROUNDING_S  # so the client's TTFT holds the host's
     # the live report's truth section is this same comparison
     assert result.summary["truth"]["ttft_dev_s"]["p50"] == pytest.approx(float(np.median(np.abs(ttft))))
 
@@ -114,15 +117,23 @@ def test_a_timed_runs_steady_window_excludes_warmup_and_drain(tmp_path: Path) ->
     assert win.start == run.phases["steady_start"]
     assert win.end == run.phases["stop"] < run.phases["end"]  # the drain is after the stop
     before = [r for r in run.requests if r.t_sent < win.start]
-    assert before and not [r for r in run.requests if r.t_sent >= win.end]  # no call starts after the stop
+    # no call starts after the stop (its bytes may leave after it: t_sent is stamped at the wire)
+    assert before and not [r for r in run.requests if r.t_call >= win.end]
     assert any(r.t_done > win.end for r in run.requests)  # but some were in flight: the drain, cut off
-    assert result.summary["window"]["requests"] == len(run.requests) - len(before)
-    # output tokens in the window, counted independently from the host's own write times
-    host_out = sum(
-        n for t in truth.values() for ts, n in zip(t["writes"][::2], t["writes"][1::2], strict=True) if ts in win
-    )
+    inside = [r for r in run.requests if win.start <= r.t_sent < win.end and r.error is None]
+    assert result.summary["window"]["requests"] == len(inside) >= len(run.requests) - len(before) - 4  # 4 sessions
+    # output tokens in the window, recounted from each call's raw reads ([dt, n, ...] after t_sent) by this test;
+    # and each token read no earlier than the host wrote it (one monotonic clock; both stored to the microsecond)
     client_out = result.summary["throughput"]["tokens"]["output"]
-    assert client_out == pytest.approx(host_out, rel=0.03)
+    recount = 0
+    for rec in run.requests:
+        reads = [(rec.t_sent + dt, n) for dt, n in zip(rec.chunks[::2], rec.chunks[1::2], strict=True)]
+        recount += sum(n for t, n in reads if win.start <= t < win.end)
+        host = [t for t, n in zip(truth[rec.id]["writes"][::2], truth[rec.id]["writes"][1::2], strict=True)
+                for _ in range(n)]  # fmt: skip
+        mine = [t for t, n in reads for _ in range(n)]
+        assert len(mine) == len(host) and all(c >= h - 2e-6 for c, h in zip(mine, host, strict=True)), rec.id
+    assert client_out == recount > 0
     assert result.summary["throughput"]["output_tps"] == pytest.approx(client_out / win.seconds)
 
 
