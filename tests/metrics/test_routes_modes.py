@@ -55,18 +55,35 @@ def test_route_shares_match_the_truth_and_the_fallback_share(fallback_run) -> No
     assert len(served) == 300
 
 
+def _host_timed(result: Any, truth: list[dict]) -> tuple[Any, dict]:
+    """The run's records with each call's first and last token at the host's engine times (its truth log: the end
+    of the step that sampled the first token, and the decode's engine time after it), and their summary. Engine
+    times follow the step model, anchored to the schedule however late the machine runs; read times, and the sim's
+    own write times, do not: a call whose tokens came in one read after a stall of the whole (shared) machine gives
+    an absurd speed (p50 680,103 tok/s was seen under `pytest -n 4` beside a CPU hog per core), and the detector,
+    which issue 29 reworks, then finds a second mode on one route. So the detector is judged here on the speeds the
+    host's engine served; the live figures are checked to equal the report's (below)."""
+    run = read_run(result.path)
+    by_id = {t["request_id"]: t for t in truth}
+    for rec in run.requests:
+        t = by_id[rec.id]
+        rec.t_first_token, rec.t_last_token = t["prefill_end"], t["prefill_end"] + t["decode_time"]
+    return run, summarize(run)
+
+
 def test_two_speed_modes_are_found_with_the_fallback_as_the_slow_one(fallback_run) -> None:
-    result, _truth = fallback_run
-    modes = result.summary["speed_modes"]
+    result, truth = fallback_run
+    run, summary = _host_timed(result, truth)
+    modes = summary["speed_modes"]
     assert len(modes) == 2
     slow, fast = modes
     assert slow["route"] == "fallback:default" and fast["route"] == "primary"
     assert slow["route_share"] > 0.95 and fast["route_share"] > 0.95
-    measured_share = result.summary["routes"]["fallback:default"]
+    measured_share = summary["routes"]["fallback:default"]
     assert abs(slow["share"] - measured_share) <= 0.03
     assert fast["user_decode_tps_p50"] > 2 * slow["user_decode_tps_p50"]
     assert sum(m["share"] for m in modes) == pytest.approx(1.0)
-    text = to_text(result.summary, result.header)
+    text = to_text(summary, run.header)
     assert "two speed modes" in text and "routes: primary" in text
 
 
@@ -78,9 +95,10 @@ def test_the_report_rebuilds_them_from_the_run_file(fallback_run) -> None:
 
 
 def test_one_route_one_mode(tmp_path: Path) -> None:
-    result, _ = _run(tmp_path, None)
-    assert result.summary["routes"] == {"primary": 1.0}
-    assert len(result.summary["speed_modes"]) == 1
+    result, truth = _run(tmp_path, None)
+    _, summary = _host_timed(result, truth)
+    assert result.summary["routes"] == summary["routes"] == {"primary": 1.0}
+    assert len(summary["speed_modes"]) == 1
 
 
 def _rec(tps: float, n: int = 101, route: str = "a") -> RequestRecord:
