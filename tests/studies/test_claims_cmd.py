@@ -69,9 +69,18 @@ conditions = {{ concurrency = 2 }}
 [[claim]]
 name = "median output speed per user alone"
 metric = "output_speed"
-value = 1000
+value = 10
 unit = "tokens/s/user"
-check = "within"
+check = "at_least"
+tolerance = "20%"
+conditions = {{ concurrency = 1, percentile = "median" }}
+
+[[claim]]
+name = "a billion tokens per second per user alone"
+metric = "output_speed"
+value = 1e9
+unit = "tokens/s/user"
+check = "at_least"
 tolerance = "20%"
 conditions = {{ concurrency = 1, percentile = "median" }}
 
@@ -89,7 +98,7 @@ def test_a_small_claims_file_run_for_real(tmp_path):
     for i in range(4):
         write_trajectory(work, f"w{i}", simple_turns(4, output_tokens=16, tool_time_s=0.02))
     claims = tmp_path / "claims.toml"
-    claims.write_text(CLAIMS.format(total_per_min="100k"))
+    claims.write_text(CLAIMS.format(total_per_min="10k"))
     doc = _verify([str(claims), str(work), "--sim-profile", "fast", "--out", str(tmp_path / "runs")])
     assert doc["runs"] == 2 and set(doc["levels"]) == {"1", "2"}
     rows = {c["name"]: c for c in doc["claims"]}
@@ -102,5 +111,10 @@ def test_a_small_claims_file_run_for_real(tmp_path):
     assert speed["measured"] == pytest.approx(alone["user_decode_tps"]["p50"]) and speed["verdict"] == "pass"
     ttft = rows["median TTFT alone"]
     assert ttft["measured"] == pytest.approx(alone["ttft_s"]["p50"] * 1000) and ttft["verdict"] == "pass"
-    assert all(c["verdict"] == "pass" for c in doc["claims"]), doc["claims"]
+    # Verdicts a busy machine cannot turn (how each check judges is tests/studies/test_claim_units.py's): the fast
+    # host's figures are far above the claims that pass (a stall makes them lower, a burst after it higher), and no
+    # speed read on a microsecond clock reaches the one that fails.
+    impossible = rows["a billion tokens per second per user alone"]
+    assert impossible["measured"] == speed["measured"] and impossible["verdict"] == "fail"
+    assert [c["name"] for c in doc["claims"] if c["verdict"] != "pass"] == [impossible["name"]], doc["claims"]
     assert "gpus: claimed 1, host 1" in total["matched"]
