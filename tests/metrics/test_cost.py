@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -89,6 +90,19 @@ def test_run_cost_per_task_and_per_million() -> None:
     assert cost["total_usd"] == pytest.approx(3.0) and cost["per_task_usd"] == pytest.approx(1.5)
     assert cost["per_mtok_usd"] == pytest.approx(1.5) and cost["unpriced"] == 1
     assert run_cost(None, reqs, tasks)["total_usd"] is None
+
+
+def test_per_task_cost_is_the_same_in_any_order_of_tasks() -> None:
+    """A run's figures from its windows equal those from its records exactly (tests/metrics/test_windows.py), and the
+    two visit tasks in different orders: the per-task mean must not depend on it (0.1 + 0.2 + 0.3 in floats does)."""
+    card = parse_card({"input": 1.0, "output": 0.0}, "t")
+    ahead = SimpleNamespace(
+        reported=[0, 0], cost=[6 * 10**11, 1, 3, 0], task_usd={0: 10**11, 1: 2 * 10**11, 2: 3 * 10**11}
+    )
+    behind = SimpleNamespace(reported=[0, 0], cost=ahead.cost, task_usd=dict(reversed(ahead.task_usd.items())))
+    for complete in ({0: True, 1: True, 2: True}, {2: True, 1: True, 0: True}, {}):
+        got = {_run_cost(t, complete, card)["per_task_usd"] for t in (ahead, behind)}
+        assert got == {0.2}, (complete, got)
 
 
 @pytest.mark.parametrize(

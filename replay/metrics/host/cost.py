@@ -111,12 +111,12 @@ def run_cost(t: CostTally, complete: dict[int, bool], card: dict[str, Any] | Non
         return out | {"total_usd": None, "per_task_usd": None, "per_mtok_usd": None, "per_request_usd": None}
     pico, tokens, priced, unpriced = t.cost
     total = pico / PICO
-    done = [t.task_usd.get(task, 0) / PICO for task in complete]
-    per_task = done or [usd / PICO for usd in t.task_usd.values()]
+    done = [t.task_usd.get(task, 0) for task in complete]
+    per_task = done or list(t.task_usd.values())  # whole pico-dollars: the same sum in any order of tasks
     return out | {
         "total_usd": total,
         "per_request_usd": total / priced if priced else None,
-        "per_task_usd": sum(per_task) / len(per_task) if per_task else None,
+        "per_task_usd": sum(per_task) / (len(per_task) * PICO) if per_task else None,
         "per_task_of": "complete tasks" if done else "all tasks",
         "per_mtok_usd": total / tokens * 1e6 if tokens else None,
         "priced_requests": priced,
