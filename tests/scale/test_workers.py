@@ -229,7 +229,7 @@ def test_a_timed_two_worker_run_has_the_single_process_window(tmp_path: Path) ->
     run = read_run(result.path)
     p = run.phases
     assert p["start"] <= p["steady_start"] < p["stop"] <= p["end"]
-    assert p["stop"] - p["start"] == pytest.approx(1.5, abs=0.25)  # the parent's clock times the duration
+    assert p["stop"] - p["start"] >= 1.5 - 2e-6  # the parent's clock times the duration: late when busy, never early
     first_back = {}
     for r in sorted(run.requests, key=lambda r: r.t_done or 0.0):
         first_back.setdefault(r.session, r.t_done)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from replay.cli import main
 from replay.cli.run_options import resolve_host
 from replay.cli.study_options import parse_levels
+from replay.records.reader import read_run
 from tests.support.trajectories import simple_turns, write_trajectory
 
 
@@ -46,8 +47,9 @@ def test_a_sweep_gives_one_run_per_level_and_the_json_outside_checks_read(small_
         assert lv["window"]["steady"] and start >= 0.5 - 1e-3 and start + window >= 2.0 - 1e-3
         assert lv["errors"] == 0 and lv["slo_ok"] is True
         assert lv["per_gpu"]["total_tps"] == lv["throughput"]["total_tps"] / 1  # fast: one GPU (its profile)
-    totals = [lv["throughput"]["total_tps"] for lv in doc["levels"]]
-    assert totals == sorted(totals)  # the fast host scales over so few sessions
+        # each level ran its number of sessions (counts; whether the host's throughput rose with them is timing:
+        # the levels take turns with whatever else the machine runs)
+        assert len({r.session for r in read_run(lv["run_file"]).requests}) == lv["concurrency"]
     assert set(doc["knee"]) >= {"concurrency", "rule"} and doc["knee"]["kind"] == "growth"
     assert doc["hardware"]["gpus"] == 1 and doc["hardware"]["source"] == "sim profile fast (gpus)"
     assert [p["concurrency"] for p in doc["frontier"]]  # at least one level is on it
