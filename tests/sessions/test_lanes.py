@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from pathlib import Path
 
@@ -93,8 +94,15 @@ def test_open_loop_latency_grows_with_the_backlog_and_the_closed_loop_does_not(t
     assert quarters[3] > 3 * quarters[0] and quarters[2] > quarters[1]
     closed_spec = _spec(tmp_path / "c", path, LoadConfig(concurrency=2, tasks=36))
     (tmp_path / "c").mkdir()
-    closed = execute(closed_spec).summary["intended"]["ttft_from_intended_by_quarter_s"]
-    assert closed[3] < 2 * closed[0] + 0.05
+    # the closed loop has no backlog, by construction rather than by timing: each session's call is meant to start
+    # only once its previous call is back, so latency from the intended start holds no wait for a free session
+    calls: dict[int, list] = {}
+    for r in read_run(execute(closed_spec).path).requests:
+        calls.setdefault(r.session, []).append(r)
+    for mine in calls.values():
+        mine.sort(key=lambda r: r.t_intended)
+        assert all(b.t_intended >= a.t_done for a, b in itertools.pairwise(mine))
+        assert all(r.t_intended <= r.t_call for r in mine)
 
 
 def test_arrival_models_parse_and_keep_their_mean() -> None:
@@ -155,8 +163,8 @@ def test_idle_caps_end_pauses_when_nothing_is_in_flight() -> None:
         return first, second, alone
 
     first, second, alone = asyncio.run(go())
-    assert first < 5 and alone < 5  # cut from 30 s
-    assert second - first == pytest.approx(0.5, abs=0.2)  # shifted together: the spacing is kept
+    assert first < 5 and second < 5 and alone < 5  # cut from 30 s (and 30.5 s)
+    assert second - first >= 0.5 - 2e-3  # shifted together: the spacing is kept (late when busy, never early)
 
 
 def test_bad_recipe_options_name_the_option(tmp_path) -> None:
