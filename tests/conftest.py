@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 
 import orjson
@@ -32,3 +33,13 @@ def crafted_server() -> Callable[[list[bytes], int], AsyncIterator[str]]:
         return await serve_chat(handler)
 
     return start
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (pyproject's addopts): two per core, as most tests wait on real time (runs against a
+    simulated host, pauses, subprocesses) rather than compute; none for the real-engine tests, which time a shared
+    engine and are few."""
+    marks = config.getoption("markexpr") or ""
+    if "engine" in marks and "not engine" not in marks:
+        return 0
+    return 2 * (os.cpu_count() or 1)
