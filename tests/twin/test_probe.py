@@ -176,7 +176,11 @@ def test_bad_input_is_one_line_naming_the_option(args, code, words, tmp_path, mo
 
 
 def test_probe_of_the_embedded_simulated_host_writes_a_file_replay_run_uses(tmp_path):
-    """Real time, over HTTP: the `fast` engine with a small cache and a cap of 3. Counts are checked, not times."""
+    """Real time, over HTTP: the `fast` engine with a small cache and a cap of 3. Counts are checked, not times.
+    Whether the cap is found at all is a matter of times: it is seen as fewer streams decoding at once, by the
+    client's read times, than were sent, and a client on a busy machine reads the last tokens of the first three
+    late enough to overlap the fourth (seen under `pytest -n 4` beside a CPU hog per core: not found). Found, it
+    must be 3; the finding itself is checked on the virtual clock (test_probe_recovers_the_known_profile...)."""
     known = tmp_path / "known.toml"
     known.write_text('base = "fast"\nkv_budget_override = 40000\nmax_num_seqs = 3\n')
     out = tmp_path / "twin.toml"
@@ -187,7 +191,7 @@ def test_probe_of_the_embedded_simulated_host_writes_a_file_replay_run_uses(tmp_
     data = tomllib.loads(out.read_text())
     fitted = data["probe"]
     assert fitted["host"] == f"simulated:{known}" and fitted["model"] == "replay-sim"
-    assert fitted["max_num_seqs"] == 3 and fitted["max_num_seqs_found"]
+    assert fitted["max_num_seqs"] == 3 or not fitted["max_num_seqs_found"]  # found or not is timing
     # the simulated host states its cache as vLLM does (cache_config_info): taken as it is, the cache phase skipped
     assert fitted["kv_source"] == "host" and fitted["kv_tokens_host"] == 40000 and fitted["phases"][1]["calls"] == 0
     assert fitted["block_size_host"] == 16 and fitted["block_size_source"] == "host" and data["block_size"] == 16
@@ -197,7 +201,7 @@ def test_probe_of_the_embedded_simulated_host_writes_a_file_replay_run_uses(tmp_
     assert sorted(fitted["phases"][i]["name"] for i in range(3)) == ["cache", "ladder", "prefill"]
     assert any(tmp_path.joinpath("runs").glob("run-*.jsonl"))
     twin = load_profile_file(out)
-    assert twin.max_num_seqs == 3 and twin.kv_budget_tokens == data["kv_budget_override"]
+    assert twin.max_num_seqs == fitted["max_num_seqs"] and twin.kv_budget_tokens == data["kv_budget_override"]
     args = ["run", "--sim-profile-file", str(out), "-c", "2", "--tasks", "2", "--tool-time", "none", "-q", "--json"]
     run = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "r.jsonl")])
     assert run.exit_code == 0, run.output
