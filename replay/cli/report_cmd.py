@@ -46,13 +46,18 @@ def report(
     RUN_FILE may also be a study's index (sweep.json, capacity.json, compare.json): its figures are rebuilt from
     the run files it names.
     """
+    from replay.reports.plots import PlotsUnavailable, require_matplotlib
     from replay.studies.study_files import index_format
 
+    if html_path:  # before any work: a missing extra is a one-line error, not a traceback or a report cut short
+        try:
+            require_matplotlib()
+        except PlotsUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
     if fmt := index_format(run_file):  # a sweep's, a capacity search's or a comparison's index
         from replay.cli.study_report import report_index
 
         return report_index(run_file, fmt, as_json, html_path, csv_dir)
-    from replay.reports.plots import PlotsUnavailable, require_matplotlib
     from replay.reports.text_report import to_json, to_text
     from replay.runner.rebuild import rebuild_run
 
@@ -60,10 +65,8 @@ def report(
     if from_ is not None or to is not None:
         between = (parse_duration(from_), parse_duration(to))
     try:
-        if html_path:
-            require_matplotlib()  # before any work: a missing extra is a one-line error, not a traceback later
         built = rebuild_run(run_file, truth_path, records=bool(html_path or csv_dir), between=between)
-    except (ValueError, PlotsUnavailable) as exc:
+    except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     summary, data = built.summary.to_dict(), built.data
     click.echo(to_json(summary) if as_json else to_text(summary, data.header))

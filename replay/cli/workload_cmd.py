@@ -104,7 +104,7 @@ def import_cmd(
     "--plot",
     "plot_path",
     type=click.Path(dir_okay=False),
-    help="Draw the context-growth curves to this PNG (needs matplotlib).",
+    help="Draw the context-growth curves to this PNG (needs the 'plots' extra).",
 )
 @click.option(
     "--unrecorded-context",

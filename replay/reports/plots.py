@@ -91,10 +91,12 @@ def to_svg(fig: Any) -> str:
 
 
 def styled(draw: Any) -> Any:
-    """Run a drawing function under the report's matplotlib style and return its SVG."""
-    import matplotlib
+    """Run a drawing function under the report's matplotlib style and return its SVG (matplotlib is imported when
+    a picture is drawn, never when a module of pictures is imported: the core install has none)."""
 
     def wrapper(*args: Any, **kwargs: Any) -> str:
+        import matplotlib
+
         with matplotlib.rc_context(STYLE):
             return to_svg(draw(*args, **kwargs))
 

@@ -152,7 +152,7 @@ def require_matplotlib() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise RuntimeError("--plot needs matplotlib: pip install matplotlib") from None
+        raise RuntimeError("--plot needs matplotlib, the plots extra: pip install 'agentic-replay[plots]'") from None
     return plt
 
 
