@@ -279,13 +279,15 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     base = s.get("baseline")
     if base:
         worse = ", ".join(base["regressed"]) or "none"
-        lines.append(f"Against the baseline {base['file']} (tolerance {100 * base['tolerance']:.0f}% + noise):"
+        counts = next((r["noise_windows"] for r in base["figures"] if r.get("noise_windows")), None)
+        noise = f"noise of {counts['current']} + {counts['baseline']} full steady windows" if counts else "noise"
+        lines.append(f"Against the baseline {base['file']} (tolerance {100 * base['tolerance']:.0f}% + {noise}):"
                      f" regressed: {worse}")  # fmt: skip
         for row in base["figures"]:
             if row.get("change") is not None:
                 mark = "REGRESSED" if row["regressed"] else "ok"
-                lines.append(f"  {row['figure']:<28} {row['baseline']:>12.6g} -> {row['current']:<12.6g}"
-                             f" {100 * row['change']:+6.1f}%  {mark}")  # fmt: skip
+                lines.append(f"  {row['figure']:<26} {row['baseline']:>11.6g} -> {row['current']:<11.6g}"
+                             f" {100 * row['change']:+7.1f}%  {mark:<9} (allowed {100 * row['allowed']:.0f}%)")  # fmt: skip
     for t in s.get("thresholds") or ():
         value = "-" if t.get("value") is None else f"{t['value']:.6g}"
         lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")

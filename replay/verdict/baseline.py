@@ -3,12 +3,13 @@
 Each figure is compared in the direction that is better for it (throughput and speed up, latency and errors down).
 A figure regressed when it is worse than the baseline's by more than the tolerance (``--baseline-tolerance``, 10 %
 by default) plus twice its noise: the standard error of the figure estimated from the spread of the runs' window
-figures (each run's windows give the figure's spread; a run without windows counts as noiseless). A regression fails
-the run with the threshold's exit code (2).
+figures (each run's full windows inside its steady window, ``steady_windows``; a run with fewer than three counts
+as noiseless). A regression fails the run with the threshold's exit code (2).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from typing import Any
@@ -35,13 +36,42 @@ def _get(summary: dict[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node) if isinstance(node, int | float) and not isinstance(node, bool) else None
 
 
-def _noise(summary: dict[str, Any], key: str | None) -> float:
-    """Relative standard error of a figure from the run's windows (0 without enough of them)."""
-    values = [w[key] for w in summary.get("windows") or () if key and isinstance(w.get(key), int | float)]
-    values = [v for v in values if v]
-    if len(values) < 3:
-        return 0.0
-    return statistics.stdev(values) / statistics.fmean(values) / math.sqrt(len(values))
+FULL = 0.98  # a window this share of the run's window length or more is a full one
+EDGE = 0.02  # of a window's length: how far past the steady window's edges a full window may reach (close jitter)
+
+
+def steady_windows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's full windows inside its steady window: the ones whose spread is the figures' noise. A window
+    that holds warm-up (the first) or the drain after the stop (the last, cut short) is not a sample of the steady
+    state: a half-empty last window once made the noise so large that a 74 % fall passed."""
+    rows = [w for w in summary.get("windows") or () if w.get("end_s") is not None and w.get("start_s") is not None]
+    length = max((w["end_s"] - w["start_s"] for w in rows), default=0.0)
+    if length <= 0:
+        return []
+    win = summary.get("window") or {}
+    lo, hi = win.get("start_s"), win.get("end_s")
+    slack = EDGE * length
+    return [
+        w
+        for w in rows
+        if w["end_s"] - w["start_s"] >= FULL * length
+        and (lo is None or w["start_s"] >= lo - slack)
+        and (hi is None or w["end_s"] <= hi + slack)
+    ]
+
+
+def _noise(summary: dict[str, Any], key: str | None) -> tuple[float, int]:
+    """Relative standard error of a figure's mean over the run's full steady windows (0 with fewer than 3), and how
+    many windows it was estimated from. The spread is the successive differences' (von Neumann: Σ (x[i+1] − x[i])²
+    / 2(n − 1)), not the plain variance: a night's slow drift (contexts growing, a cache filling) is the same in
+    both runs of a workload and is no noise between them, while window-to-window jitter is."""
+    values = [w[key] for w in steady_windows(summary) if key and isinstance(w.get(key), int | float)]
+    values = [float(v) for v in values if v]
+    n = len(values)
+    if n < 3:
+        return 0.0, n
+    spread = math.sqrt(sum((b - a) ** 2 for a, b in itertools.pairwise(values)) / (2 * (n - 1)))
+    return spread / statistics.fmean(values) / math.sqrt(n), n
 
 
 def compare(current: dict[str, Any], baseline: dict[str, Any], tolerance: float) -> dict[str, Any]:
@@ -53,7 +83,8 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], tolerance: float)
         if now is None or before is None:
             rows.append({"figure": name, "baseline": before, "current": now, "regressed": False})
             continue
-        noise = math.hypot(_noise(current, key), _noise(baseline, key))
+        (mine, n_now), (theirs, n_before) = _noise(current, key), _noise(baseline, key)
+        noise = math.hypot(mine, theirs)
         allowed = tolerance + 2 * noise
         if name == "error_rate":
             regressed = now > before * (1 + allowed) + ERROR_RATE_FLOOR
@@ -63,6 +94,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], tolerance: float)
             regressed = now > before * (1 + allowed)
         change = (now - before) / before if before else None
         rows.append({"figure": name, "baseline": before, "current": now, "change": change, "noise": noise,
+                     "noise_windows": {"current": n_now, "baseline": n_before} if key else None,
                      "allowed": allowed, "regressed": regressed})  # fmt: skip
     return {"tolerance": tolerance, "figures": rows, "regressed": [r["figure"] for r in rows if r["regressed"]]}
 
