@@ -4,7 +4,7 @@ The sim writes what it did for every request (when it arrived, when each token w
 how many tokens it served from cache; docs/simulated-host.md). Both sides stamp with ``perf_counter()``
 (CLOCK_MONOTONIC, one clock per machine), so on one machine the two can be compared time for time: how far
 the client's TTFT, token times and inter-token gaps are from the host's, and whether the counts agree.
-It also splits the host's TTFT into queue wait and prefill, which only the host can see.
+It also splits the host's TTFT into intake, queue wait and prefill, which only the host can see.
 
 This module reads the truth log as plain JSON; the client side never imports the sim.
 """
@@ -108,7 +108,23 @@ def _spread(values: list[float] | np.ndarray) -> dict[str, float | int | None]:
 
 
 def _dist(values: list[float]) -> dict[str, float | int | None]:
-    return {**percentiles(values, (50, 95), US), "n": len(values)}
+    mean = float(np.mean(values)) if len(values) else None  # the parts' means add up to the whole's (_host_split)
+    return {**percentiles(values, (50, 95), US), "mean": mean, "n": len(values)}
+
+
+def _host_split(t: dict[str, Any], split: dict[str, list[float]]) -> None:
+    """The host's TTFT (first token written − request arrived) and its three parts, for a call that got its first
+    token: queue wait and prefill (the engine's) and intake, the rest: reading and tokenising the prompt before the
+    queue, and handing the first token to the socket after the step. The parts add up to the TTFT call by call, and
+    their means to its mean (the same calls)."""
+    queue, prefill = t.get("queue_wait"), t.get("prefill_time")
+    if queue is None or prefill is None or t.get("first_token") is None or t.get("arrival") is None:
+        return
+    ttft = t["first_token"] - t["arrival"]
+    split["ttft"].append(ttft)
+    split["intake"].append(ttft - queue - prefill)
+    split["queue"].append(queue)
+    split["prefill"].append(prefill)
 
 
 def client_token_times(rec: RequestRecord) -> np.ndarray:
@@ -134,8 +150,7 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
     token_parts: list[np.ndarray] = []
     itl_parts: list[np.ndarray] = []
     matched = ok = output_equal = cached_equal = cached_known = aligned = 0
-    queue: list[float] = []
-    prefill: list[float] = []
+    split: dict[str, list[float]] = {"ttft": [], "intake": [], "queue": [], "prefill": []}
     preemptions = 0
     for rec in requests:
         t = truth.get(rec.id)
@@ -143,10 +158,7 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
             continue
         matched += 1
         preemptions += t.get("preemptions") or 0
-        if t.get("queue_wait") is not None:
-            queue.append(t["queue_wait"])
-        if t.get("prefill_time") is not None:
-            prefill.append(t["prefill_time"])
+        _host_split(t, split)
         if not rec.ok:
             continue
         ok += 1
@@ -172,7 +184,9 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
         "cached_tokens_equal": cached_equal,
         "cached_tokens_reported": cached_known,
         "ok_matched": ok,
-        "host_queue_wait_s": _dist(queue),
-        "host_prefill_s": _dist(prefill),
+        "host_ttft_s": _dist(split["ttft"]),
+        "host_intake_s": _dist(split["intake"]),
+        "host_queue_wait_s": _dist(split["queue"]),
+        "host_prefill_s": _dist(split["prefill"]),
         "host_preemptions": preemptions,
     }

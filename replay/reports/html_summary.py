@@ -153,10 +153,13 @@ def truth(rep: RunReport) -> Section | None:
         _row("token times", tr["token_dev_s"], keys),
         _row("inter-token gaps", tr["itl_dev_s"], keys),
     ]
-    q, pf = tr["host_queue_wait_s"], tr["host_prefill_s"]
+    q, pf, ik = tr["host_queue_wait_s"], tr["host_prefill_s"], tr.get("host_intake_s") or {}
+    host = tr.get("host_ttft_s") or {}
+    whole = f"TTFT mean {secs(host.get('mean'))} over {host.get('n', 0)} calls = " if host.get("n") else ""
     split = (
-        f"Host's TTFT split: queue wait p50 {secs(q['p50'])}, p95 {secs(q['p95'])}; prefill p50 {secs(pf['p50'])},"
-        f" p95 {secs(pf['p95'])}; preemptions {tr['host_preemptions']}. Output tokens equal in"
+        f"Host's TTFT split: {whole}intake mean {secs(ik.get('mean'))} (p50 {secs(ik.get('p50'))}) + queue wait mean"
+        f" {secs(q.get('mean'))} (p50 {secs(q['p50'])}, p95 {secs(q['p95'])}) + prefill mean {secs(pf.get('mean'))}"
+        f" (p50 {secs(pf['p50'])}, p95 {secs(pf['p95'])}); preemptions {tr['host_preemptions']}. Output tokens equal in"
         f" {tr['output_tokens_equal']} of {tr['ok_matched']}, cached tokens equal in {tr['cached_tokens_equal']} of"
         f" {tr['cached_tokens_reported']} reported."
     )

@@ -252,7 +252,6 @@ def _machine_load(cl: dict[str, Any]) -> str:
 def _truth_lines(tr: dict[str, Any]) -> list[str]:
     """The client's figures against the simulated host's truth log, in three lines (replay.metrics.truth_compare)."""
     ttft, tok = tr["ttft_dev_s"], tr["token_dev_s"]
-    q, pf = tr["host_queue_wait_s"], tr["host_prefill_s"]
     counts_ok = (
         tr["output_tokens_equal"] == tr["ok_matched"] and tr["cached_tokens_equal"] == tr["cached_tokens_reported"]
     )
@@ -266,9 +265,21 @@ def _truth_lines(tr: dict[str, Any]) -> list[str]:
         f"{tr['cached_tokens_reported']})",
         f"  client − host: TTFT p50 {_s(ttft['p50'])}, p99 {_s(ttft['p99'])} · token times p50 {_s(tok['p50'])},"
         f" p99 {_s(tok['p99'])}",
-        f"  the host's TTFT = queue wait p50 {_s(q['p50'])} + prefill p50 {_s(pf['p50'])} · preemptions"
-        f" {tr['host_preemptions']}",
+        _host_ttft_line(tr),
     ]
+
+
+def _host_ttft_line(tr: dict[str, Any]) -> str:
+    """The host's TTFT split into its parts, as means (they add up; percentiles do not) over the calls it split."""
+    ttft, intake = tr.get("host_ttft_s") or {}, tr.get("host_intake_s") or {}
+    q, pf = tr["host_queue_wait_s"], tr["host_prefill_s"]
+    tail = f" · preemptions {tr['host_preemptions']}"
+    if not ttft.get("n"):
+        return "  the host split no call's TTFT (no call got its first token from the engine)" + tail
+    return (
+        f"  the host's TTFT, mean of {ttft['n']} calls: {_s(ttft['mean'])} = intake {_s(intake['mean'])} + queue wait"
+        f" {_s(q['mean'])} + prefill {_s(pf['mean'])}" + tail
+    )
 
 
 def _verdict(s: dict[str, Any]) -> list[str]:
@@ -286,8 +297,9 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         for row in base["figures"]:
             if row.get("change") is not None:
                 mark = "REGRESSED" if row["regressed"] else "ok"
+                allowed = f"(allowed {100 * row['allowed']:.0f}%)"
                 lines.append(f"  {row['figure']:<26} {row['baseline']:>11.6g} -> {row['current']:<11.6g}"
-                             f" {100 * row['change']:+7.1f}%  {mark:<9} (allowed {100 * row['allowed']:.0f}%)")  # fmt: skip
+                             f" {100 * row['change']:+7.1f}%  {mark:<9} {allowed}")  # fmt: skip
     for t in s.get("thresholds") or ():
         value = "-" if t.get("value") is None else f"{t['value']:.6g}"
         lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")

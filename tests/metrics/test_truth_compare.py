@@ -43,6 +43,10 @@ def test_deviations_are_client_minus_host_per_call_token_and_gap() -> None:
     assert (cmp["output_tokens_equal"], cmp["cached_tokens_equal"], cmp["cached_tokens_reported"]) == (1, 1, 1)
     # the one percentile method holds values at 3 significant digits (replay.histogram): 4 ms reads 4.001 ms
     assert cmp["host_queue_wait_s"]["p50"] == pytest.approx(0.004, rel=1e-3) and cmp["host_preemptions"] == 1
+    # the host's TTFT (48 ms) = intake 4 ms (the rest) + queue wait 4 ms + prefill 40 ms
+    assert cmp["host_ttft_s"]["p50"] == pytest.approx(0.048, rel=1e-3)
+    assert cmp["host_intake_s"]["p50"] == pytest.approx(0.004, rel=1e-3)
+    assert cmp["host_intake_s"]["n"] == cmp["host_queue_wait_s"]["n"] == cmp["host_prefill_s"]["n"] == 1
 
 
 def test_counts_that_differ_and_streams_that_do_not_line_up_are_told_apart() -> None:
@@ -86,3 +90,27 @@ def test_a_long_run_is_checked_on_every_kth_call_in_bounded_memory(tmp_path: Pat
     assert tr["requests"] == tr["matched"] == 5 and tr["output_tokens_equal"] == 5  # calls 0, 5, 10, 15, 20
     ids = {orjson.loads(line)["request_id"] for line in (tmp_path / "r.truth.jsonl").read_bytes().splitlines()}
     assert len(truth_compare.load_truth(tmp_path / "r.truth.jsonl", set(sorted(ids)[:2]))) == 2
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_the_hosts_ttft_split_adds_up_to_its_ttft_on_a_run(tmp_path: Path, api: str) -> None:
+    """Issue 24: "queue wait + prefill" left out the intake (reading and tokenising the prompt): 0.8 + 1.7 ms of a
+    77 ms TTFT on completions. Now the three parts add up, and the host's TTFT is the client's, less the wire."""
+    from click.testing import CliRunner
+
+    from replay.cli import main
+    from tests.support.trajectories import simple_turns, write_trajectory
+
+    work = tmp_path / "w.jsonl"
+    for i in range(2):
+        write_trajectory(work, f"w{i}", simple_turns(4, output_tokens=8, tool_time_s=0.0))
+    res = CliRunner().invoke(main, ["run", str(work), "-c", "2", "--api", api, "--sim-profile", "fast", "-q", "--json",
+                                    "--out", str(tmp_path / "run.jsonl")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    summary = orjson.loads(res.stdout)
+    tr = summary["truth"]
+    host, parts = tr["host_ttft_s"], [tr[k] for k in ("host_intake_s", "host_queue_wait_s", "host_prefill_s")]
+    assert host["n"] == 8 and all(p["n"] == 8 for p in parts)
+    assert sum(p["mean"] for p in parts) == pytest.approx(host["mean"], abs=1e-9)
+    assert all(p["p50"] >= 0 for p in parts)
+    assert tr["ttft_dev_s"]["n"] == 8 and tr["ttft_dev_s"]["p50"] < 0.002  # the client's TTFT is the host's + wire
