@@ -51,9 +51,11 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
     Each probe is one run (a warm-up, then a steady window); the boundary level is repeated. The answer is also
     given per GPU, per kW and per MW of accelerator power, and per dollar-hour, where those are known.
     """
+    from replay.cli.applies import refuse_inapplicable
     from replay.studies.capacity import CapacityPlan, result, search, write_index
     from replay.verdict.thresholds import ThresholdError, parse_all
 
+    refuse_inapplicable("capacity")
     study_options.require_plots(opts)
     try:
         thresholds = tuple(parse_all(slo))
@@ -72,7 +74,7 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
         start,
         limit,
         opts["grow"],
-        opts["repeats"],
+        0 if opts.get("virtual") else opts["repeats"],  # deterministic: a repeat would be the same run
         study_options.mode(opts),
         t.hardware,
         study_options.command_line(),

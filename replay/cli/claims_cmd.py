@@ -36,10 +36,12 @@ def verify(claims_file: str, trajectories: tuple[str, ...], **opts: Any) -> None
     Prints claimed, measured, ratio and pass or fail at each claim's tolerance, and the conditions (hardware, model,
     workload, output length) the host could not be shown to match.
     """
+    from replay.cli.applies import refuse_inapplicable
     from replay.studies.claims import ClaimsError, load_claims
     from replay.studies.claims_verify import report
     from replay.studies.claims_verify import verify as verify_claims
 
+    refuse_inapplicable("claims")
     try:
         defaults, claim_list = load_claims(claims_file)
     except ClaimsError as exc:

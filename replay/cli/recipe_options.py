@@ -107,6 +107,7 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     facts = RecipeFacts(
         gpus=_one(opts.get("gpus")),
         power_kw=_one(opts.get("power_kw")),
+        price_per_hour=_one(opts.get("price_per_hour")),
         min_duration_s=minimum,
         slo_tiers=_tiers(tuple(opts.get("slo_tiers") or ())) or DEFAULT_SLO_TIERS,
     )

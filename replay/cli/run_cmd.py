@@ -40,6 +40,9 @@ def run(
     trajectories: tuple[str, ...], out: str | None, resume: str | None, as_json: bool, quiet: bool, **opts: Any
 ) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
+    from replay.cli.applies import refuse_inapplicable
+
+    refuse_inapplicable("run")
     from replay.records.scrub import Scrubber
     from replay.reports.text_report import to_json, to_text
     from replay.runner.single_run import RunError, check_spec, execute
@@ -71,7 +74,10 @@ def run(
         if spec.ray:
             many = f"{spec.workers} Ray actors" if spec.workers else "Ray actors (one per CPU of the cluster)"
             over = f" over {many} at {spec.ray}"
-        click.echo(f"replay: {concurrency} sessions{over} against {where}", err=True)
+        sessions = f"{concurrency} sessions"
+        if spec.arrivals is not None:
+            sessions = f"open loop {spec.arrivals}, at most {spec.max_live or concurrency} live sessions"
+        click.echo(f"replay: {sessions}{over} against {where}", err=True)
     try:
         result = execute(spec)
     except TrajectoryError as exc:

@@ -140,12 +140,28 @@ def hardware(opts: dict[str, Any], specs: list[Any]) -> list[Any]:
 
 def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
     """One ``Target`` per ``--host`` (label, spec, hardware): the same workload, load and seed for each."""
+    from replay.runner.single_run import RunError, check_spec
     from replay.studies.side_by_side import Target
 
     run_opts = {k: v for k, v in opts.items() if k not in STUDY_ONLY}  # a level's stop and window are the study's
     specs = run_options.specs_from(run_opts, trajectories)
+    try:
+        for spec in specs:  # before the workload is read or a level runs: a bad host or option is one line
+            check_spec(spec)
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
     labels = [run_options.host_label(h, opts) for h in run_options.host_values(opts)]
-    return [Target(lab, s, hw) for lab, s, hw in zip(labels, specs, hardware(opts, specs), strict=True)]
+    hws = hardware(opts, specs)
+    specs = [with_hardware(s, hw) for s, hw in zip(specs, hws, strict=True)]
+    return [Target(lab, s, hw) for lab, s, hw in zip(labels, specs, hws, strict=True)]
+
+
+def with_hardware(spec: Any, hw: Any) -> Any:
+    """``spec`` whose runs record its host's hardware (their summaries' figures per GPU and MW, and hourly cost)."""
+    import dataclasses
+
+    facts = dataclasses.replace(spec.recipe_facts, gpus=hw.gpus, power_kw=hw.power_kw, price_per_hour=hw.price_per_hour)
+    return dataclasses.replace(spec, recipe_facts=facts)
 
 
 def load_spec_workload(spec: Any) -> Any:
@@ -182,7 +198,9 @@ def out_dir(opts: dict[str, Any], kind: str) -> Path:
 
 
 def mode(opts: dict[str, Any]) -> str:
-    return "virtual clock" if opts.get("virtual") else "real time"
+    from replay.studies.levels import REAL_MODE, VIRTUAL_MODE
+
+    return VIRTUAL_MODE if opts.get("virtual") else REAL_MODE
 
 
 def require_plots(opts: dict[str, Any]) -> None:

@@ -63,12 +63,14 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
     Each level is one run: a warm-up, then a steady window of stated length. One run file per level and a sweep
     index (sweep.json) go into --out; `replay report DIR/sweep.json` rebuilds every figure from them.
     """
+    from replay.cli.applies import refuse_inapplicable
     from replay.studies.knee import parse_rule
     from replay.studies.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_sweeps, inputs, run_all, slug
     from replay.studies.study_files import write_json
     from replay.studies.sweep import SweepPlan, run_sweep
     from replay.verdict.thresholds import ThresholdError, parse_all
 
+    refuse_inapplicable("sweep")
     study_options.require_plots(opts)
     concurrency = study_options.parse_levels(levels)
     try:

@@ -102,22 +102,20 @@ def per_unit(amount: float | None, hw: Hardware) -> dict[str, float | None]:
 
 
 def costs(summary: dict[str, Any], concurrency: int, hw: Hardware) -> dict[str, Any]:
-    """Cost per task and per million tokens at the host's hourly price (None without one), beside the run's own
-    cost from its rate card (the summary's ``cost``: per-token prices, docs/providers.md).
+    """Cost per task and per million tokens at the host's hourly price (None without one; the arithmetic is
+    ``metrics.host.cost.hourly_cost``'s), beside the run's own cost from its rate card (the summary's ``cost``:
+    per-token prices, docs/providers.md)."""
+    from replay.metrics.host.cost import hourly_cost
 
-    A closed loop of N agents whose tasks take W seconds on average finishes N / W tasks a second, so a task
-    costs price/s × W / N; a million tokens cost price/s × 1e6 / (tokens/s over the steady window).
-    """
     card = summary.get("cost") or {}
-    price_s = hw.price_per_hour / 3600 if hw.price_per_hour else None
-    tasks = summary.get("tasks") or {}
     t = summary.get("throughput") or {}
-    wall = tasks.get("wall_s")
+    hourly = hourly_cost(hw.price_per_hour, concurrency, (summary.get("tasks") or {}).get("wall_s"),
+                         t.get("total_tps"), t.get("output_tps"), None)  # fmt: skip
     return {
         "price_per_hour": hw.price_per_hour,
-        "per_task": price_s * wall / concurrency if price_s and wall and concurrency else None,
-        "per_million_tokens": _per(price_s * 1e6 if price_s else None, t.get("total_tps")),
-        "per_million_output_tokens": _per(price_s * 1e6 if price_s else None, t.get("output_tps")),
+        "per_task": hourly["per_task_usd"],
+        "per_million_tokens": hourly["per_million_tokens_usd"],
+        "per_million_output_tokens": hourly["per_million_output_tokens_usd"],
         "rate_card": card.get("card"),
         "rate_card_per_task": card.get("per_task_usd"),
         "rate_card_per_million_tokens": card.get("per_mtok_usd"),

@@ -16,10 +16,10 @@ from replay.histogram import Histogram, read_percentiles
 from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
 from replay.metrics.breakdowns import breakdown_figures
 from replay.metrics.host import host_signals, routes
-from replay.metrics.host.cost import run_cost
+from replay.metrics.host.cost import hourly_cost, run_cost
 from replay.metrics.host.server_figures import server_figures
 from replay.metrics.recipes.agentx_figures import interactivity
-from replay.metrics.recipes.recipe_figures import recipe_figures
+from replay.metrics.recipes.recipe_figures import recipe_figures, run_seconds
 from replay.metrics.summary_types import (
     CacheFigures,
     ClientFigures,
@@ -149,7 +149,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
         interactivity=interactivity(itl.to_dict()),  # 1 / ITL at p50..p95 (AgentX)
         user_decode_tps=_percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
         user_output_tps_incl_wait=_percentiles(h["with_wait"], (25, 50), TPS_SCALE),
-        throughput=_throughput(acc, win.seconds, True, run_gpus(run.header)),
+        throughput=_throughput(acc, win.seconds, True, *run_hardware(run.header)),
         cache=_cache(acc),
         tasks=acc.tasks.figures(),
         totals=_totals(acc),
@@ -160,13 +160,18 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
         answers=acc.answers.figures(bool((run.header.get("request") or {}).get("force_output_length"))),
         recipe_figures={},
     )
+    tp, price = summary.throughput, (run.header.get("recipe") or {}).get("price_per_hour")
+    summary.host_figures["cost"]["hourly"] = hourly_cost(price, summary.run.concurrency, summary.tasks.get("wall_s"),
+                                                         tp.total_tps, tp.output_tps, run_seconds(run))  # fmt: skip
     summary.recipe_figures = recipe_figures(run, summary.to_dict(), acc, win)
     return summary
 
 
-def run_gpus(header: dict[str, Any]) -> int | None:
-    """The GPUs behind the host, for per-GPU figures: the recipe's (--gpus), else the hosts file's."""
-    return (header.get("recipe") or {}).get("gpus") or (header.get("host") or {}).get("gpus")
+def run_hardware(header: dict[str, Any]) -> tuple[int | None, float | None]:
+    """The GPUs and kilowatts behind the host, for per-GPU and per-MW figures: the recipe's (--gpus, --power-kw),
+    else the hosts file's."""
+    recipe, host = header.get("recipe") or {}, header.get("host") or {}
+    return recipe.get("gpus") or host.get("gpus"), recipe.get("power_kw") or host.get("power_kw")
 
 
 def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
@@ -230,7 +235,7 @@ def run_identity(header: dict[str, Any]) -> RunIdentity:
     )
 
 
-def _throughput(acc: Accumulator, seconds: float, key: Any, gpus: int | None) -> Throughput:
+def _throughput(acc: Accumulator, seconds: float, key: Any, gpus: int | None, power_kw: float | None) -> Throughput:
     """Tokens attributed to when they happened (input at the first token, output per read) under ``key``."""
     cached, new, out = acc.tokens.get(key, [0.0, 0.0, 0.0])
     total = cached + new + out
@@ -240,6 +245,9 @@ def _throughput(acc: Accumulator, seconds: float, key: Any, gpus: int | None) ->
 
     def per_gpu(x: float | None) -> float | None:
         return x / gpus if gpus and x is not None else None
+
+    def per_mw(x: float | None) -> float | None:
+        return x / (power_kw / 1000) if power_kw and x is not None else None
 
     return Throughput(
         total_tps=rate(total),
@@ -253,6 +261,9 @@ def _throughput(acc: Accumulator, seconds: float, key: Any, gpus: int | None) ->
         gpus=gpus,
         total_tps_per_gpu=per_gpu(rate(total)),
         output_tps_per_gpu=per_gpu(rate(out)),
+        power_kw=power_kw,
+        total_tps_per_mw=per_mw(rate(total)),
+        output_tps_per_mw=per_mw(rate(out)),
     )
 
 

@@ -87,6 +87,9 @@ class Throughput:
     gpus: int | None = None
     total_tps_per_gpu: float | None = None
     output_tps_per_gpu: float | None = None
+    power_kw: float | None = None
+    total_tps_per_mw: float | None = None
+    output_tps_per_mw: float | None = None
 
 
 @dataclass(slots=True)

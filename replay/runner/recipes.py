@@ -65,6 +65,7 @@ class RecipeFacts:
 
     gpus: int | None = None
     power_kw: float | None = None
+    price_per_hour: float | None = None  # USD an hour for the whole host (--price-per-hour): the run's hourly cost
     slo_tiers: tuple[tuple[str, float, float], ...] = DEFAULT_SLO_TIERS
     min_duration_s: float | None = None  # the recipe's minimum, shortened for a smoke test (stated in the summary)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -84,6 +85,7 @@ def header_block(recipe: Recipe | None, facts: RecipeFacts) -> dict[str, Any]:
         "name": recipe.name if recipe else None,
         "gpus": facts.gpus,
         "power_kw": facts.power_kw,
+        "price_per_hour": facts.price_per_hour,
         "slo_tiers": [{"name": n, "ttft_s": t, "speed_tps": v} for n, t, v in facts.slo_tiers],
     }
     if recipe is not None:

@@ -21,6 +21,7 @@ from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import CONNECTIONS, HostConfig
 from replay.clients.transport import Transport
+from replay.hosts.hardware import sim_profile_of
 from replay.hosts.resolve import HostError, ResolvedHost, rate_card_option, resolve
 from replay.loops.closed_loop import ClosedLoop
 from replay.loops.load import LoadConfig
@@ -129,7 +130,11 @@ def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
         if spec.rate_card:
             r = dataclasses.replace(r, price=rate_card_option(spec.rate_card))
         facts = spec.recipe_facts  # --gpus and --power-kw over the hosts file's; the recipe's figures and the header's
-        r = dataclasses.replace(r, gpus=facts.gpus or r.gpus, power_kw=facts.power_kw or r.power_kw)
+        gpus = facts.gpus or r.gpus
+        if gpus is None and not spec.host:  # the embedded simulated host: its profile's GPUs
+            profile = sim_profile_of(spec.sim_profile, spec.sim_profile_file)
+            gpus = profile.gpus if profile is not None else None
+        r = dataclasses.replace(r, gpus=gpus, power_kw=facts.power_kw or r.power_kw)
     except HostError as exc:
         raise RunError(str(exc)) from None
     if spec.connection not in CONNECTIONS:
@@ -144,6 +149,15 @@ def check_spec(spec: RunSpec) -> RunSpec:
     """Everything about ``spec`` that can be wrong before a byte is sent (RunError naming the option); returns it with
     its host resolved, for the run to use as it is."""
     spec, _ = resolve_host(spec)
+    flavoured = (
+        ("--cache-control", spec.cache_control, "anthropic", "Anthropic's cache breakpoints"),
+        ("--responses-state", spec.responses_state, "responses", "the Responses API's previous_response_id"),
+    )
+    for option, value, api, what in flavoured:
+        if value != "none" and spec.api != api:
+            raise RunError(
+                f"{option} {value} does nothing here: {what}, and this run's API is {spec.api} (--api {api})"
+            )
     try:
         parse_all(spec.thresholds, check_figures=True)
     except ThresholdError as exc:

@@ -25,7 +25,7 @@ from replay import __version__
 from replay.hosts.hardware import POWER_NOTE, Hardware, per_unit
 from replay.metrics.level_figures import value
 from replay.studies.knee import slo_checks
-from replay.studies.levels import Level, Runner
+from replay.studies.levels import VIRTUAL_MODE, Level, Runner
 from replay.studies.study_files import level_entry, level_summary, read_index, run_path, write_json
 from replay.verdict.thresholds import Threshold, parse_all
 
@@ -137,8 +137,11 @@ def _margin(check: dict[str, Any], t: Threshold) -> float | None:
     return (t.value - v) / abs(t.value) if t.op in ("<", "<=") else (v - t.value) / abs(t.value)
 
 
-def uncertainty(probes: list[Probe], slo: tuple[Threshold, ...], lo: int, hi: int | None) -> dict[str, Any]:
-    """What the answer rests on: the bracket, the boundary's runs and their headroom, levels out of order."""
+def uncertainty(
+    probes: list[Probe], slo: tuple[Threshold, ...], lo: int, hi: int | None, virtual: bool = False
+) -> dict[str, Any]:
+    """What the answer rests on: the bracket, the boundary's runs and their headroom, levels out of order. On the
+    virtual clock a level run again is the same run (deterministic): no repeat is evidence of anything."""
     at_lo = [p for p in probes if p.level.concurrency == lo]
     margins = [[_margin(c, t) for c, t in zip(p.checks, slo, strict=True)] for p in at_lo]
     out_of_order = sorted({p.level.concurrency for p in probes if p.ok and hi is not None and p.level.concurrency > hi})
@@ -149,7 +152,12 @@ def uncertainty(probes: list[Probe], slo: tuple[Threshold, ...], lo: int, hi: in
         words.append(f"no level held: {hi} agent(s) already break the SLO")
     else:
         words.append(f"{lo} held and {hi} broke: the answer is exact to {hi - lo} agent(s) at this window")
-    if len(at_lo) > 1:
+    if virtual:
+        again = f" ({lo} was run {len(at_lo)} times: the same run each time)" if len(at_lo) > 1 else ""
+        words.append(
+            f"the virtual clock is deterministic: each level ran once, with no run-to-run noise to show{again}"
+        )
+    elif len(at_lo) > 1:
         words.append(f"{lo} was run {len(at_lo)} times and held every time")
     if out_of_order:
         words.append(f"levels {out_of_order} above the boundary held anyway: the SLO is not monotone here")
@@ -177,7 +185,7 @@ def result(plan_public: dict[str, Any], probes: list[Probe]) -> dict[str, Any]:
         "runs": len(probes),
         "full_sweep_runs": full,
         "probes": [probe_row(p, slo) for p in probes],
-        "uncertainty": uncertainty(probes, slo, lo, hi),
+        "uncertainty": uncertainty(probes, slo, lo, hi, plan_public.get("mode") == VIRTUAL_MODE),
     }
 
 

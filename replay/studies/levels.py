@@ -20,6 +20,8 @@ from typing import Any
 
 from replay.workload.trajectory import Workload
 
+REAL_MODE, VIRTUAL_MODE = "real time", "virtual clock"  # how a study's levels were run (its index's ``mode``)
+
 
 @dataclass(slots=True)
 class Level:

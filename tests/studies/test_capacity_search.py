@@ -120,3 +120,23 @@ def test_on_the_virtual_engine_within_one_agent_of_a_full_sweep_in_fewer_runs(de
     assert abs(answer - sweep_answer) <= 1
     assert len(probes) < len(full)
     assert first_broken is not None and answer >= 4  # a real search, not the first level
+
+
+def test_on_the_virtual_clock_no_level_is_repeated_nor_said_to_have_held_every_time(tmp_path):
+    """Issue 24: a level run again on the virtual clock is the same run; "held every time" claimed evidence of it."""
+    import orjson
+    from click.testing import CliRunner
+
+    from replay.cli import main
+    from tests.support.trajectories import simple_turns, write_trajectory
+
+    work = tmp_path / "w.jsonl"
+    for i in range(3):
+        write_trajectory(work, f"w{i}", simple_turns(4, output_tokens=16, tool_time_s=0.1))
+    res = CliRunner().invoke(main, ["capacity", str(work), "--virtual", "--slo", "ttft_p95<=60s", "--max", "3",
+                                    "--window", "4s", "--warmup", "1s", "--json", "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = orjson.loads(res.stdout)
+    levels = [p["concurrency"] for p in doc["probes"]]
+    assert len(levels) == len(set(levels)) and doc["uncertainty"]["boundary_runs"] == 1  # each level once
+    assert "held every time" not in doc["uncertainty"]["text"] and "deterministic" in doc["uncertainty"]["text"]

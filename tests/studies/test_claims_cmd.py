@@ -22,8 +22,7 @@ def _verify(args: list[str]) -> dict:
 
 
 def test_the_example_claims_against_the_moe_profile_on_the_virtual_clock(tmp_path):
-    doc = _verify([str(ROOT / "docs" / "claims-example.toml"), "--host", "sim:moe-8gpu", "--virtual", "--out",
-                   str(tmp_path)])  # fmt: skip
+    doc = _verify([str(ROOT / "docs" / "claims-example.toml"), "--host", "sim:moe-8gpu", "--virtual"])
     assert doc["host"] == "sim:moe-8gpu" and doc["runs"] == 8  # 1, 2, 4, 8, 16, 32, 48, 64: shared by 18 claims
     rows = {c["name"]: c for c in doc["claims"]}
     assert len(rows) == 18
@@ -34,13 +33,15 @@ def test_the_example_claims_against_the_moe_profile_on_the_virtual_clock(tmp_pat
             assert c["ratio"] == pytest.approx(c["measured"] / c["claimed"])
     at48 = rows["BLACKBOX 8xB300: total tokens/min at 48 conversations"]
     assert at48["concurrency"] == 48 and at48["unit"] == "tokens/min" and at48["claimed"] == 20.23e6
+    assert at48["figure"] == "throughput.total_tps" and at48["figure_unit"] == "tokens/s"  # replay's own unit ...
+    assert at48["measured"] == pytest.approx(at48["figure_value"] * 60)  # ... and the claim's (tokens/min)
     assert any("B300" in u for u in at48["unmatched"])  # the sim is 8x H200, not B300
     assert any(u.startswith("gpus") for u in at48["matched"])  # 8 GPUs, as claimed
     peak = rows["Verda SGLang DeepSeek V4.1 Flash: output tokens/s per GPU at peak"]
     assert peak["concurrency"] in (1, 2, 4, 8, 16, 32, 64)
     assert rows["What-if: 1,000 output tokens at 100 vs 1,000 tokens/s"]["verdict"] == "pass"
     text = CliRunner().invoke(main, ["claims", "verify", str(ROOT / "docs" / "claims-example.toml"), "--host",
-                                     "sim:moe-8gpu", "--virtual", "-q", "--out", str(tmp_path)])  # fmt: skip
+                                     "sim:moe-8gpu", "--virtual", "-q"])  # fmt: skip
     assert text.exit_code == 0 and "verdict" in text.output and "could not match" in text.output
 
 

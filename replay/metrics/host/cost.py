@@ -122,3 +122,22 @@ def run_cost(t: CostTally, complete: dict[int, bool], card: dict[str, Any] | Non
         "priced_requests": priced,
         "unpriced": unpriced,
     }
+
+
+def hourly_cost(price_per_hour: float | None, concurrency: int | None, task_wall_s: float | None,
+                total_tps: float | None, output_tps: float | None, run_s: float | None) -> dict[str, Any]:  # fmt: skip
+    """Cost at a host's hourly price (``--price-per-hour``; every figure null without one). A closed loop of N agents
+    whose tasks take W seconds finishes N / W tasks a second, so a task costs price/s × W / N; a million tokens cost
+    price/s × 1e6 / (tokens/s over the steady window); the run cost price/s × its seconds."""
+    per_s = price_per_hour / 3600 if price_per_hour else None
+
+    def per(amount: float | None, rate: float | None) -> float | None:
+        return amount / rate if amount is not None and rate else None
+
+    return {
+        "price_per_hour": price_per_hour,
+        "run_usd": per_s * run_s if per_s and run_s is not None else None,
+        "per_task_usd": per_s * task_wall_s / concurrency if per_s and task_wall_s and concurrency else None,
+        "per_million_tokens_usd": per(per_s * 1e6 if per_s else None, total_tps),
+        "per_million_output_tokens_usd": per(per_s * 1e6 if per_s else None, output_tps),
+    }

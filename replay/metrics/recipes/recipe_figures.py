@@ -1,7 +1,7 @@
 """The figures a run adds when its header names a recipe or the facts of its host (replay.runner.recipes): latency
 from the intended start, the AgentX and AA blocks, the validity verdict, and what the public methods leave out
-(per-GPU throughput is the summary's own: ``summary.run_gpus``). Everything from the run file alone, like every
-other figure."""
+(per-GPU and per-MW throughput and the hourly cost are the summary's own: ``summary.run_hardware``). Everything
+from the run file alone, like every other figure."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def recipe_figures(run: RunData, summary: dict[str, Any], acc: Accumulator, wind
     """Keys to merge into the summary, from the accumulator's recipe and host tallies."""
     recipe = run.header.get("recipe") or {}
     host = run.header.get("host") or {}
-    gpus = summary["throughput"]["gpus"]  # the recipe's, else the hosts file's (summary.run_gpus)
+    gpus = summary["throughput"]["gpus"]  # the recipe's, else the hosts file's (summary.run_hardware)
     t = acc.recipe
     out: dict[str, Any] = {"intended": intended_figures(t, run.footer)}
     name = recipe.get("name")
@@ -42,3 +42,14 @@ def recipe_figures(run: RunData, summary: dict[str, Any], acc: Accumulator, wind
     task_usd = {task: pico / PICO for task, pico in acc.host.task_usd.items()} if isinstance(card, dict) else None
     out["beside"] = beside(summary["tasks"], acc.tasks.complete, task_usd)
     return out
+
+
+def run_seconds(run: RunData) -> float | None:
+    """How long the run ran, start to end, over its segments (a resumed run's gaps are no cost)."""
+    total = 0.0
+    for phases in (run.phases, *run.later_phases):
+        start, end = phases.get("start"), phases.get("end") or phases.get("stop")
+        if start is None or end is None:
+            return None
+        total += max(0.0, end - start)
+    return total
