@@ -222,6 +222,7 @@ def run_identity(header: dict[str, Any]) -> RunIdentity:
         simulated_profile=header.get("simulated_host"),
         simulated_faults=sim.get("faults") if sim else header.get("simulated_faults"),
         concurrency=load.get("concurrency"),
+        open_loop=header.get("open_loop"),  # arrivals and max_live: an open loop's sessions, not concurrency
         duration_s=load.get("duration_s"),
         tasks=load.get("tasks"),
         tool_time=load.get("tool_time"),

@@ -44,6 +44,7 @@ class RunIdentity:
     simulated_profile: str | None
     simulated_faults: str | None
     concurrency: int | None
+    open_loop: JSON | None
     duration_s: float | None
     tasks: int | None
     tool_time: str | None

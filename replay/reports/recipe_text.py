@@ -94,10 +94,16 @@ def _open_loop(intended: dict[str, Any], ol: dict[str, Any]) -> list[str]:
     waited = ol.get("never_started_wait_s")
     unseen = [f"  never started: had waited {_ms(waited['mean'])} on average, {_ms(waited['max'])} at most, by the stop"
               " (in no latency figure)"] if waited else []  # fmt: skip
+    first, later = intended.get("first_call_ttft_s") or {}, intended.get("later_calls_ttft_s") or {}
     return [
         "",
         f"Open loop {ol['arrivals']}, at most {ol['max_live']} live sessions: {ol['arrived']} arrived,"
         f" {ol['never_started']} never started; backlog max {ol['backlog_max']}, mean {ol['backlog_mean']:.1f}",
+        f"  TTFT from intended start, first calls (waited for a session): p50 {_ms(first.get('p50'))}, p95"
+        f" {_ms(first.get('p95'))} (n={first.get('n', 0)} of {ol['arrived']} arrived; the"
+        f" {ol['never_started']} never started are in no figure)",
+        f"  TTFT from intended start, later calls: p50 {_ms(later.get('p50'))}, p95 {_ms(later.get('p95'))}"
+        f" (n={later.get('n', 0)})",
         f"  TTFT from intended start by quarter of arrivals: {q}",
         f"  intended → actual start lag p50 {_ms(lag['p50'])}, p95 {_ms(lag['p95'])}",
         *unseen,

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from replay.metrics.summary_types import as_json
-from replay.reports.breakdown_text import breakdown_lines
+from replay.reports.detail_text import breakdown_lines, drift_lines, host_metrics_lines
 from replay.reports.provider_report import provider_lines
 from replay.reports.recipe_text import recipe_lines
 from replay.reports.units import pct as _pct
@@ -42,15 +42,22 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
     lines.append(_row("inter-token latency", s["itl_s"], ("p50", "p95", "p99")))
     lines.append(_row("per-user decode tok/s", s["user_decode_tps"], ("p25", "p50", "p75"), unit="tps"))
     lines.append(_row("per-user tok/s incl. wait", s["user_output_tps_incl_wait"], ("p25", "p50"), unit="tps"))
-    lines += _throughput(s["throughput"]) + _cache(s["cache"]) + _tasks(s["tasks"]) + _answers(s.get("answers"))
+    lines += (
+        _throughput(s["throughput"])
+        + _hardware(s)
+        + _cache(s["cache"])
+        + _tasks(s["tasks"])
+        + _answers(s.get("answers"))
+    )
+    lines += breakdown_lines(s.get("breakdown")) + drift_lines((s.get("breakdown") or {}).get("recorded_timeline"))
     if s.get("windows"):
-        lines += _over_time(s["windows"])
+        lines += _over_time(s["windows"]) + host_metrics_lines(s["windows"])
     tot = s["totals"]
     lines.append(
         f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"
         f" cached), {tot['output_tokens']:,} output tokens"
     )
-    lines += _client(s["client"]) + provider_lines(s) + breakdown_lines(s)
+    lines += _client(s["client"]) + provider_lines(s)
     if s.get("truth"):
         lines += _truth_lines(s["truth"])
     lines += recipe_lines(s)
@@ -63,11 +70,14 @@ def _head(header: dict[str, Any]) -> list[str]:
         return []
     host, load = header.get("host", {}), header.get("load", {})
     sim = f" (simulated, profile {header['simulated_host']})" if header.get("simulated_host") else ""
+    ol = header.get("open_loop")  # an open loop's sessions: at most max_live at once (--concurrency is its default)
+    sessions = (f"open loop {ol.get('arrivals')}, at most {ol.get('max_live')} live sessions" if ol
+                else f"concurrency {load.get('concurrency')}")  # fmt: skip
     lines = [
         f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}) · model"
         f" {host.get('model')}{sim}",
-        f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · concurrency"
-        f" {load.get('concurrency')} · tool time {load.get('tool_time')} · seed {load.get('seed')}",
+        f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · {sessions}"
+        f" · tool time {load.get('tool_time')} · seed {load.get('seed')}",
     ]
     padding = header.get("workload", {}).get("padding") or {}
     if padding.get("padded_tokens"):
@@ -109,8 +119,8 @@ def _window_line(s: dict[str, Any], w: dict[str, Any]) -> str:
     if w.get("whole_run"):
         return f"window: the whole run, {s['window_s']:.1f} s (figures cover {covers}: every call of the tasks)"
     return (
-        f"steady window {s['window_s']:.1f} s (from {w['start_s']:.1f} s to {w['end_s']:.1f} s after start;"
-        f" figures cover {covers}, those sent in it)"
+        f"steady window {s['window_s']:.1f} s ({w['start_s']:.1f} to {w['end_s']:.1f} s after start;"
+        f" figures cover {covers}, sent in it)"
         + ("" if w["steady"] else "  [no steady state reached: figures cover the whole run]")
     )
 
@@ -126,8 +136,30 @@ def _throughput(t: dict[str, Any]) -> list[str]:
     ]
 
 
+def _usd(v: float | None) -> str:
+    return "-" if v is None else f"${v:,.4g}"
+
+
+def _hardware(s: dict[str, Any]) -> list[str]:
+    """Throughput per GPU and per MW of accelerator power, and cost at the hourly price, where they are known."""
+    tp, hourly = s["throughput"], (s.get("cost") or {}).get("hourly") or {}
+    parts = []
+    if tp.get("gpus"):
+        parts.append(f"{_rate(tp['total_tps_per_gpu'])} tok/s per GPU ({plural(tp['gpus'], 'GPU')})")
+    if tp.get("power_kw"):
+        parts.append(f"{_rate(tp['total_tps_per_mw'])} tok/s per MW ({tp['power_kw']:g} kW of accelerators)")
+    if hourly.get("price_per_hour"):
+        parts.append(f"at ${hourly['price_per_hour']:g}/h: {_usd(hourly['run_usd'])} the run,"
+                     f" {_usd(hourly['per_million_tokens_usd'])} per million tokens,"
+                     f" {_usd(hourly['per_task_usd'])} per task")  # fmt: skip
+    return ["  " + p for p in parts]
+
+
 def _cache(c: dict[str, Any]) -> list[str]:
-    hit = _pct(c["host_hit_ratio"]) if c["requests_with_cached_tokens"] else "- (the host reports no cached tokens)"
+    counted, calls = c["requests_with_cached_tokens"], c["requests"]
+    hit = _pct(c["host_hit_ratio"]) if counted else "- (the host reports no cached tokens)"
+    if counted and counted < calls:  # a ratio over the calls that had a count: say how many did not
+        hit += f" (over {counted:,} of {plural(calls, 'call')}: {calls - counted:,} had no cached count)"
     return [
         "",
         f"Prompt cache: reusable {_pct(c['client_reuse_ratio'])} · host hit {hit} · efficiency {_pct(c['efficiency'])}",
@@ -145,7 +177,7 @@ def _tasks(k: dict[str, Any]) -> list[str]:
     proj, save = k["projected_wall_s"], k["projected_saving"]
     lines = [
         "",
-        f"Tasks: {k['count']} complete{extra} · mean wall {_s(k['wall_s'])} = model {_s(k['model_time_s'])}"
+        f"Tasks: {k['count']} complete{extra} · mean {_s(k['wall_s'])} = model {_s(k['model_time_s'])}"
         f" + tools {_s(k['tool_time_s'])}" + _waits(k),
         f"  model share {_pct(k['model_share'])} · a 2x faster model: {_s(proj['2x'])} per task ({_pct(save['2x'])}"
         f" saved) · 10x: {_s(proj['10x'])} ({_pct(save['10x'])})",
@@ -165,7 +197,7 @@ def _waits(k: dict[str, Any]) -> str:
     if k.get("throttled_time_s"):
         out += f" + throttled {_s(k['throttled_time_s'])}"
     if k.get("queue_time_s") and k["queue_time_s"] >= 0.001:
-        out += f" + client queue {_s(k['queue_time_s'])}"
+        out += f" + queue {_s(k['queue_time_s'])}"
     return out
 
 
@@ -173,20 +205,33 @@ MAX_ROWS = 24
 
 
 def _over_time(windows: list[dict[str, Any]]) -> list[str]:
-    """The windows as a table (every k-th when there are many: all of them are in --json and the HTML)."""
+    """The windows as a table (every k-th when there are many: all of them are in --json and the HTML). A last
+    window with no call and no token (the run stopped as it opened) is left out; one cut short by the stop is
+    marked, since its rates are over its own short span."""
+    if windows and not windows[-1]["requests"] and not windows[-1]["total_tps"]:
+        windows = windows[:-1]
+    if not windows:
+        return []
     step = -(-len(windows) // MAX_ROWS)
+    shown = windows[::step]
+    length = max(w["end_s"] - w["start_s"] for w in windows)
+    last = windows[-1]
+    cut = last["end_s"] - last["start_s"] < 0.98 * length
     rows = [
         f"  {w['start_s']:>8.0f} s {w['requests']:>7,} {_rate(w['total_tps']):>11} {_rate(w['output_tps']):>9}"
         f" {_s(w['ttft_p50_s']):>10} {_s(w['ttft_p95_s']):>10} {_s(w['user_decode_tps_p25'], 'n'):>9}"
-        f" {w['errors']:>6}"
-        for w in windows[::step]
+        f" {w['errors']:>6}" + ("  *" if cut and w is last else "")
+        for w in shown
     ]
     every = f", every {step}th shown" if step > 1 else ""
+    span = last["end_s"] - last["start_s"]
+    note = [f"  * the last window: {span:.2f} s, cut short at the end of the run (the drain after the stop)"]
     return [
         "",
         f"Over time ({plural(len(windows), 'window')} of the run{every}; calls completed in each)",
         "     start   calls   total t/s  output t/s  TTFT p50   TTFT p95  decode p25  errors",
         *rows,
+        *(note if cut and shown[-1] is last else []),
     ]
 
 
@@ -233,12 +278,13 @@ def _answers(a: dict[str, Any] | None) -> list[str]:
     lines = ["", f"Answers ({plural(a['checked'], 'call')} checked)",
              f"  shorter than asked {share(a['short_share'])} ({a['length_short']} of {a['length_checked']}"
              f"{': ' + why if why else ''}), tool calls invalid {share(a['tool_call_invalid_share'])} "
-             f"(of {a['tool_calls_made']}), empty {share(a['empty_share'])}, degenerate "
+             f"(of {a['tool_calls_made']})",
+             f"  empty {share(a['empty_share'])}, degenerate "
              f"{share(a['degenerate_share']) if a['text_checked'] else 'not checked (--check-answers)'}"]  # fmt: skip
     if a["forced"] is False:
-        lines.append(f"WARNING: --force-output-length was not honoured: {a['length_short']} of {a['length_checked']} "
-                     "answers were shorter than asked (stop: the host ignored ignore_eos; lowered: it cut max_tokens "
-                     "to fit its context); the load is lighter than the run claims.")  # fmt: skip
+        lines += [f"WARNING: --force-output-length was not honoured: {a['length_short']} of {a['length_checked']} "
+                  "answers were shorter than asked", "  (stop: the host ignored ignore_eos; lowered: it cut max_tokens "
+                  "to fit its context); the load is lighter than the run claims."]  # fmt: skip
     return lines
 
 
@@ -273,11 +319,11 @@ def _host_ttft_line(tr: dict[str, Any]) -> str:
     """The host's TTFT split into its parts, as means (they add up; percentiles do not) over the calls it split."""
     ttft, intake = tr.get("host_ttft_s") or {}, tr.get("host_intake_s") or {}
     q, pf = tr["host_queue_wait_s"], tr["host_prefill_s"]
-    tail = f" · preemptions {tr['host_preemptions']}"
+    tail = f" · {plural(tr['host_preemptions'], 'preemption')}" if tr["host_preemptions"] else ""
     if not ttft.get("n"):
         return "  the host split no call's TTFT (no call got its first token from the engine)" + tail
     return (
-        f"  the host's TTFT, mean of {ttft['n']} calls: {_s(ttft['mean'])} = intake {_s(intake['mean'])} + queue wait"
+        f"  host TTFT, mean of {ttft['n']}: {_s(ttft['mean'])} = intake {_s(intake['mean'])} + queue"
         f" {_s(q['mean'])} + prefill {_s(pf['mean'])}" + tail
     )
 

@@ -8,7 +8,7 @@ def seconds(v: float | None, unit: str = "s") -> str:
     if v is None:
         return "-"
     if unit == "s":
-        return f"{v * 1000:,.1f} ms" if v < 1 else f"{v:,.2f} s"
+        return f"{v * 1000:,.1f} ms" if abs(v) < 1 else f"{v:,.2f} s"
     return f"{v:,.1f}"
 
 

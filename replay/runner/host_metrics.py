@@ -21,7 +21,6 @@ COUNTERS = {
     "vllm:num_preemptions": "preemptions",
     "vllm:prompt_tokens": "prompt_tokens",
     "vllm:generation_tokens": "generation_tokens",
-    "sglang:cache_hit_rate": "cache_hit_rate",
     "llamacpp:prompt_tokens": "prompt_tokens",
     "llamacpp:tokens_predicted": "generation_tokens",
 }
@@ -30,6 +29,7 @@ GAUGES = {
     "vllm:kv_cache_usage_perc": "kv_cache_usage",
     "vllm:num_requests_waiting": "requests_waiting",
     "vllm:num_requests_running": "requests_running",
+    "sglang:cache_hit_rate": "cache_hit_rate",  # a gauge: the hit rate SGLang computes, not a count
     "sglang:num_queue_reqs": "requests_waiting",
     "sglang:num_running_reqs": "requests_running",
     "llamacpp:requests_processing": "requests_running",
@@ -78,6 +78,10 @@ class HostMetrics:
                     text = await resp.text()
         if text is None:
             return {"error": f"{self.url} could not be scraped"}
+        return self.update(text)
+
+    def update(self, text: str) -> dict[str, Any]:
+        """The window's figures from the exposition ``text``: counters' increases since the last, gauges' values."""
         try:
             now = parse(text)
         except ValueError:

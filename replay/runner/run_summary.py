@@ -4,7 +4,6 @@ of the live figures (the same for a run in real time and on the virtual clock)."
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from replay.metrics.streaming import StreamSummary
@@ -15,13 +14,12 @@ from replay.runner.run_error import RunError
 from replay.verdict.thresholds import parse_all
 
 
-def run_summary(writer: RunWriter, stream: StreamSummary, truth_log: Path | None = None) -> Summary:
+def run_summary(writer: RunWriter, stream: StreamSummary) -> Summary:
     """A finished run's summary, judged, made as ``replay report`` makes it from the file (``rebuild.finish``, from
-    the accumulators the writer fed: segments, windows, the recorded timeline, the baseline gate); the truth check
-    when the host left a truth log (complete: the host has stopped)."""
-    truth = truth_log if truth_log is not None and truth_log.exists() else None
+    the accumulators the writer fed: segments, windows, the recorded timeline, the baseline gate, and the truth
+    check against the truth logs the file names, complete now that the host has stopped)."""
     try:
-        return finish(stream, stream.run_data(writer.header_data, writer.footer_data), writer.path, truth)
+        return finish(stream, stream.run_data(writer.header_data, writer.footer_data), writer.path)
     except ValueError as exc:  # a baseline that cannot be read
         raise RunError(f"--baseline: {exc}") from None
 

@@ -314,7 +314,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         with contextlib.suppress(Exception):
             writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
         writer.close()
-    return RunResult(run_summary(writer, stream, truth_log), writer.header_data, out, writer.footer_data)
+    return RunResult(run_summary(writer, stream), writer.header_data, out, writer.footer_data)
 
 
 def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:

@@ -20,6 +20,9 @@ from replay.studies.claims import CLAIMS_FORMAT, DEFINITIONS, METRICS, Claim, De
 from replay.studies.levels import Level, Runner
 
 OUTPUT_LENGTH_SLACK = 0.25  # a claim's output length "matches" the workload's mean within 25 %
+# The unit of the summary figure a claim reads (``figure``), before it is converted to the claim's unit (``unit``).
+FIGURE_UNITS = {"total_tokens": "tokens/s", "output_tokens": "tokens/s", "output_speed": "tokens/s/user",
+                "ttft": "s", "ttfat": "s", "e2e": "s"}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -120,6 +123,7 @@ def _what_if_row(claim: Claim) -> dict[str, Any]:
 
 
 def _claim_row(claim: Claim, levels: dict[int, Level], facts: HostFacts, defaults: Defaults) -> dict[str, Any]:
+    figure_value: float | None = None
     if claim.kind == "what-if":
         row = _what_if_row(claim)
         key, at = "tasks.projected_wall_s", None
@@ -132,6 +136,7 @@ def _claim_row(claim: Claim, levels: dict[int, Level], facts: HostFacts, default
         matched, more = conditions(claim, facts)
         row = {"measured": value_, "unmatched": [*unmatched, *more], "matched": matched}
         row["verdict"] = verdict(claim.value, value_, claim.check, claim.tolerance)
+        figure_value = value(levels[at].summary, key) if at in levels else None
     measured_value = row["measured"]
     p = claim.percentile
     return {
@@ -144,7 +149,9 @@ def _claim_row(claim: Claim, levels: dict[int, Level], facts: HostFacts, default
         "check": claim.check,
         "tolerance": claim.tolerance,
         "metric": claim.metric,
-        "figure": key,
+        "figure": key,  # the summary figure read: its value in its own unit, before the conversion to ``unit``
+        "figure_value": figure_value,
+        "figure_unit": "share" if claim.kind == "what-if" else FIGURE_UNITS[claim.metric],
         "concurrency": at,
         "run_file": levels[at].run if at in levels else None,
         "definition": DEFINITIONS[claim.metric].format(p=p),

@@ -116,6 +116,20 @@ def test_parse_reads_each_figure_once_whatever_the_aliases() -> None:
     assert parse(text) == {"kv_cache_usage": 0.5, "prefix_cache_hits": 15.0}
 
 
+def test_sglangs_cache_hit_rate_is_a_gauge_and_the_counters_are_increases() -> None:
+    """Issue 24: sglang:cache_hit_rate is a gauge (the rate SGLang computes); read as a counter its window value was
+    the difference of two rates."""
+    from replay.runner.host_metrics import HostMetrics
+
+    sampler = HostMetrics("http://127.0.0.1:1/metrics")
+    text = ("# TYPE sglang:cache_hit_rate gauge\nsglang:cache_hit_rate 0.{rate}\n"
+            "# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs 3\n"
+            "# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total {hits}\n")  # fmt: skip
+    assert sampler.update(text.format(rate=7, hits=100)) == {"cache_hit_rate": 0.7, "requests_waiting": 3.0}
+    assert sampler.update(text.format(rate=75, hits=160)) == {"cache_hit_rate": 0.75, "requests_waiting": 3.0,
+                                                               "prefix_cache_hits": 60.0}  # fmt: skip
+
+
 def test_a_slower_host_than_the_baseline_fails_the_night(tmp_path: Path) -> None:
     """The gate judges figures against tolerance plus twice their windows' noise. Two real-time runs of one host
     differ by what the machine did meanwhile (on a busy one the same host was judged slower than itself), so the

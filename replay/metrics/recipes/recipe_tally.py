@@ -64,7 +64,9 @@ class Stat:
         return s
 
 
-STATS = ("ttft", "e2e", "itl", "i_ttft", "i_e2e", "lag")  # the last three from the intended start
+# The last five from the intended start: every call's TTFT and end-to-end, the start lag, and the TTFT of the tasks'
+# first calls (an open loop's arrivals, which wait for a free session) apart from their later calls.
+STATS = ("ttft", "e2e", "itl", "i_ttft", "i_e2e", "lag", "i_first", "i_later")
 _COUNTS = ("warmup", "finals", "overflow")
 _CALLS = ("n", "subagents", "tokens_in", "tokens_out", "seen_tokens", "seen_est", "host_prompt", "host_cached")
 
@@ -142,6 +144,7 @@ class RecipeTally:
         ttft = r.t_first_token - t if r.t_first_token is not None else None
         if ttft is not None:
             st["i_ttft"].record(ttft)
+            st["i_first" if r.parent is None and r.turn == 0 else "i_later"].record(ttft)
         if r.t_done is not None:
             st["i_e2e"].record(r.t_done - t)
         st["lag"].record(r.t_sent - t)
@@ -193,7 +196,8 @@ class RecipeTally:
         t.origin, t.span_end = data["origin"], data["span_end"]
         t.counts.update(data["counts"])
         t.calls.update(data["calls"])
-        t.stats = {name: Stat.decode(data["stats"][name]) for name in STATS}
+        stats = data["stats"]  # a window record written before a stat existed has none of it
+        t.stats = {name: Stat.decode(stats[name]) if name in stats else Stat() for name in STATS}
         t.slices = set(data["slices"])
         t.firsts = {int(task): (float(ti), ttft) for task, ti, ttft in data["firsts"]}
         return t
