@@ -10,6 +10,9 @@ exact prefix of the previous request plus its output (whole messages).
   counts with 0 reusable);
 - pooled prefix reuse = Σ reusable / Σ prompt over every turn of every trajectory; ``prefix_reuse_mean`` is
   the mean of the per-trajectory ratios;
+- ``prefix_reuse_chars`` (per trajectory) and ``prefix_reuse_chars_mean`` (the mean of trajectories): the same
+  question as the development set's README asks it, in characters of each call after the first (char_reuse.py),
+  so a corpus's published figure can be set beside replay's;
 - tool share = Σ tool_time_s / (Σ tool_time_s + Σ recorded latency_s), over the turns with a recorded
   latency;
 - cached share (recorded) = Σ recorded cached_tokens / Σ recorded prompt_tokens (the provider's counts);
@@ -36,6 +39,7 @@ import orjson
 
 from replay.histogram import percentile
 from replay.workload import images
+from replay.workload.char_reuse import char_prefix_reuse
 from replay.workload.importers import (
     CANONICAL,
     ImportFailure,
@@ -217,6 +221,7 @@ def trajectory_stats(traj: Trajectory) -> dict[str, Any]:
         "prompt_tokens_total": sum(prompts),
         "reusable_prefix_tokens_total": reusable,
         "prefix_reuse": _ratio(reusable, sum(prompts)),
+        "prefix_reuse_chars": char_prefix_reuse(traj),  # the development set README's definition (char_reuse.py)
         "output_tokens_total": sum(t.output_tokens for t in traj.turns),
         "tool_time_s": round(tool_total, 6) if has_tool_time else None,
         "recorded_latency_s": round(lat, 6) if lat_turns else None,
@@ -248,6 +253,7 @@ def _pool(trajs: list[Trajectory], stats: list[dict[str, Any]]) -> dict[str, Any
     prompts = [t.prompt_tokens_est for tr in trajs for t in tr.turns]
     reusable = sum(t.reusable_prefix_tokens for tr in trajs for t in tr.turns)
     ratios = [s["prefix_reuse"] for s in stats if s["prefix_reuse"] is not None]
+    chars = [s["prefix_reuse_chars"] for s in stats if s["prefix_reuse_chars"] is not None]
     timed = [tr for tr in trajs if tool_time_recorded(tr)]
     lat_turns = [t for tr in trajs for t in tr.turns if _latency(t) is not None]
     lat_timed = [t for tr in timed for t in tr.turns if _latency(t) is not None]
@@ -273,6 +279,7 @@ def _pool(trajs: list[Trajectory], stats: list[dict[str, Any]]) -> dict[str, Any
         "reusable_prefix_tokens_total": reusable,
         "prefix_reuse_pooled": _ratio(reusable, sum(prompts)),
         "prefix_reuse_mean": statistics.fmean(ratios) if ratios else None,
+        "prefix_reuse_chars_mean": statistics.fmean(chars) if chars else None,
         "output_tokens_total": sum(s["output_tokens_total"] for s in stats),
         "tool_time_s": round(tool, 6) if tool is not None else None,
         "tool_time_trajectories": len(timed),

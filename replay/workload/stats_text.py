@@ -107,8 +107,10 @@ def _block(title: str, p: dict[str, Any], padded: bool = False) -> list[str]:
         f" {plural(p['turns'], 'turn')} (median {p['turns_median']:g} per trajectory)",
         f"  context: first call median {p['prompt_tokens_start_median']:g}, all calls median "
         f"{p['prompt_tokens_median']:g}, max {p['prompt_tokens_max']} prompt tokens",
-        f"  prefix reuse: pooled {_pct(p['prefix_reuse_pooled'])} (Σ reusable / Σ prompt), "
-        f"mean of trajectories {_pct(p['prefix_reuse_mean'])}",
+        f"  prefix reuse (replay's: whole messages, tokens): pooled {_pct(p['prefix_reuse_pooled'])} (Σ reusable /"
+        f" Σ prompt), mean of trajectories {_pct(p['prefix_reuse_mean'])}",
+        f"  prefix reuse (the dev set README's: characters, calls after the first): mean of trajectories"
+        f" {_pct(p.get('prefix_reuse_chars_mean'))}",
         _tool_line(p),
         "  input: " + ", ".join(f"{n} {kind}" for kind, n in p["inputs"].items()) + " (docs/importers.md)",
     ]

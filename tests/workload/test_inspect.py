@@ -122,7 +122,7 @@ def test_plot_writes_a_png_or_says_how_to_get_matplotlib(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(builtins, "__import__", no_matplotlib)
         res = runner.invoke(main, ["inspect", str(path), "--plot", str(png)])
-    assert res.exit_code == 1 and "pip install matplotlib" in res.output and not png.exists()
+    assert res.exit_code == 1 and "pip install 'agentic-replay[plots]'" in res.output and not png.exists()
     pytest.importorskip("matplotlib")
     res = runner.invoke(main, ["inspect", str(path), "--plot", str(png)])
     assert res.exit_code == 0, res.output
@@ -274,3 +274,21 @@ def test_unrecorded_context_per_trajectory_and_pooled(tmp_path):
     assert "unrecorded context: 2,000 of the provider's prompt tokens (50.0%) are not in the replay" in text
     table = cells(text)
     assert (table["cc/a"]["unrec ctx%"], table["plain"]["unrec ctx%"]) == ("50.0%", "-")
+
+
+def test_prefix_reuse_by_the_dev_set_readmes_definition_beside_replays(tmp_path):
+    """Issue 24: replay's reuse (whole messages, tokens, the first call as 0) could not be set beside the figure a
+    corpus's README publishes (characters, calls after the first, mean of calls then of trajectories)."""
+    report = summarize(load([canonical(tmp_path / "w.jsonl")]))
+    t1 = next(t for t in report["trajectories"] if t["id"] == "t1")
+    system, count, answer = "system: You are terse.\n", "user: Count to three.\n", "assistant: one two\n"
+    first = len(system + count + answer)
+    r1 = first / (first + len("user: and then?\n"))  # the whole previous request and answer are its prefix
+    r2 = (len(system) + len("user: ")) / len(system + "user: Summary: counted.\n")  # after the truncation
+    assert t1["prefix_reuse_chars"] == pytest.approx((r1 + r2) / 2)
+    sub = next(t for t in report["trajectories"] if t["id"] == "sub")
+    assert sub["prefix_reuse_chars"] is None  # one call: no call after the first
+    assert report["pooled"]["prefix_reuse_chars_mean"] == pytest.approx(t1["prefix_reuse_chars"])
+    text = to_text(report)
+    assert "prefix reuse (replay's: whole messages, tokens)" in text
+    assert "prefix reuse (the dev set README's: characters, calls after the first)" in text
