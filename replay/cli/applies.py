@@ -209,10 +209,11 @@ def mode_of(command: str, opts: dict[str, Any]) -> Mode:
     )
 
 
-def refuse_inapplicable(command: str) -> None:
-    """Raise click.UsageError (exit code 1) for the first option given that does nothing in this command's mode."""
+def refuse_inapplicable(command: str, params: dict[str, Any] | None = None) -> None:
+    """Raise click.UsageError (exit code 1) for the first option given that does nothing in this command's mode
+    (``params``: the options as they will run, when more than the command line gave: a resumed run's own)."""
     ctx = click.get_current_context()
-    mode = mode_of(command, ctx.params)
+    mode = mode_of(command, {**ctx.params, **(params or {})})
     asked = given(ctx)
     for names, why in RULES:
         for name in names:

@@ -32,7 +32,8 @@ from replay.cli.recipe_options import RECIPE
 @click.option(
     "--resume",
     type=click.Path(dir_okay=False),
-    help="Go on with this stopped or killed run, into the same file (give the options it was started with).",
+    help="Go on with this stopped or killed run, into the same file, with the options it was started with (read from"
+    " its header; any given must match them).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON instead of a table.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
@@ -40,9 +41,13 @@ def run(
     trajectories: tuple[str, ...], out: str | None, resume: str | None, as_json: bool, quiet: bool, **opts: Any
 ) -> None:
     """Replay TRAJECTORIES (files or directories; default: the shipped coding-agent workload)."""
-    from replay.cli.applies import refuse_inapplicable
+    from replay.cli.applies import given, refuse_inapplicable
 
-    refuse_inapplicable("run")
+    if resume:  # the options not given are the run's own, from its file's header
+        from replay.cli.resume_options import fill
+
+        trajectories = fill(given(click.get_current_context()), opts, trajectories, resume)
+    refuse_inapplicable("run", opts)
     from replay.records.scrub import Scrubber
     from replay.reports.text_report import to_json, to_text
     from replay.runner.single_run import RunError, check_spec, execute

@@ -80,3 +80,31 @@ def test_a_resume_must_match_the_run_and_a_finished_run_has_nothing_to_resume(tm
     other = CliRunner().invoke(main, ["run", *base, "-c", "3", "--resume", str(out)])
     assert other.exit_code == 1 and "load.concurrency" in other.output
     assert out.read_bytes() == text  # a refused resume writes nothing
+
+
+def test_resume_alone_takes_the_runs_options_from_its_header(tmp_path: Path) -> None:
+    """Issue 24: `replay run --resume FILE` alone was refused ("the run was made with --duration 2.0 s; this one
+    asks for None"): after a crash the user had to retype every option the file holds."""
+    work = tmp_path / "w.jsonl"
+    for i in range(3):
+        write_trajectory(work, f"w{i}", simple_turns(30, output_tokens=20, tool_time_s=0.05))
+    out = tmp_path / "run.jsonl"
+    first = CliRunner().invoke(main, ["run", str(work), "-c", "2", "--sim-profile", "fast", "--duration", "2",
+                                      "--window", "1", "--tool-time", "scale:0.5", "--seed", "3",
+                                      "--threshold", "error_rate<50%", "--price-per-hour", "12", "-q",
+                                      "--out", str(out)])  # fmt: skip
+    assert first.exit_code == 0, first.output
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(line for line in lines if b'"type":"footer"' not in line))  # as a kill leaves it
+    kept = out.read_bytes()
+    other = CliRunner().invoke(main, ["run", "--resume", str(out), "-c", "3", "-q"])
+    assert other.exit_code == 1 and "load.concurrency = 2" in other.output  # a given option must match the run
+    assert out.read_bytes() == kept
+    res = CliRunner().invoke(main, ["run", "--resume", str(out), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    s = orjson.loads(res.stdout)
+    assert [g["index"] for g in s["segments"]] == [0, 1]
+    assert (s["run"]["seed"], s["run"]["tool_time"], s["run"]["concurrency"]) == (3, "scale:0.5", 2)
+    assert [t["expr"] for t in s["thresholds"]] == ["error_rate<50%"] and s["cost"]["hourly"]["price_per_hour"] == 12
+    header = orjson.loads(out.read_bytes().splitlines()[0])
+    assert header["workload"]["paths"] == [str(work)]  # the workload the header names, found where it was
