@@ -23,6 +23,7 @@ from replay.clock import now, run_virtual
 from replay.loops.closed_loop import ClosedLoop
 from replay.loops.open_loop import OpenLoop, OpenLoopConfig
 from replay.loops.skeleton import LoadModel, run_loop
+from replay.metrics.recorded_timeline import recorded
 from replay.metrics.streaming import StreamSummary
 from replay.metrics.windows import Tee, WindowRecorder
 from replay.records.run_file import RunWriter
@@ -38,13 +39,14 @@ from replay.runner.single_run import (
     _recipe_header,
     check_spec,
     default_out_path,
+    load_run_workload,
 )
 from replay.runner.soak_jobs import side_jobs
 from replay.runner.virtual_host import VirtualHost
 from replay.sim.core.profile_file import resolve_profile
 from replay.sim.core.profiles import SimProfile, get_profile
 from replay.sim.core.prompt import WireIds
-from replay.workload.trajectory import Workload, default_workload_path, load_workload
+from replay.workload.trajectory import Workload
 
 
 def check_virtual(spec: RunSpec) -> None:
@@ -82,10 +84,10 @@ def execute_virtual(spec: RunSpec, workload: Workload | None = None, prompts: Wi
     check_virtual(spec)
     check_spec(spec)
     profile = profile or sim_profile(spec)
-    workload = workload or load_workload(spec.trajectories or [default_workload_path()], spec.tokenizer, spec.history)
+    workload = workload or load_run_workload(spec)  # as execute loads it (--unrecorded-context included)
     spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()
-    stream = StreamSummary()
+    stream = StreamSummary(recorded=lambda header: recorded(out, header, workload))  # as execute's
     window_s = spec.window_s or (DEFAULT_WINDOW_S if spec.baseline else None)
     windows = WindowRecorder(window_s, 0) if window_s else None
     writer = RunWriter(out, sink=Tee(*(s for s in (stream, windows) if s is not None)))

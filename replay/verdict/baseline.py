@@ -3,8 +3,8 @@
 Each figure is compared in the direction that is better for it (throughput and speed up, latency and errors down).
 A figure regressed when it is worse than the baseline's by more than the tolerance (``--baseline-tolerance``, 10 %
 by default) plus twice its noise: the standard error of the figure estimated from the spread of the runs' window
-figures (each run's full windows inside its steady window, ``steady_windows``; a run with fewer than three counts
-as noiseless). A regression fails the run with the threshold's exit code (2).
+figures (each run's full windows inside its steady window, ``steady_windows``; a run with fewer than five counts
+as noiseless: the tolerance alone judges it). A regression fails the run with the threshold's exit code (2).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ FIGURES = (
     (("error_rate",), None, False),
 )
 ERROR_RATE_FLOOR = 0.005  # half a point of errors more is never noise-free worse on its own
+MIN_WINDOWS = 5  # fewer full steady windows give no noise estimate worth the name: the tolerance alone judges
 
 
 def _get(summary: dict[str, Any], path: tuple[str, ...]) -> float | None:
@@ -61,14 +62,15 @@ def steady_windows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _noise(summary: dict[str, Any], key: str | None) -> tuple[float, int]:
-    """Relative standard error of a figure's mean over the run's full steady windows (0 with fewer than 3), and how
-    many windows it was estimated from. The spread is the successive differences' (von Neumann: Σ (x[i+1] − x[i])²
-    / 2(n − 1)), not the plain variance: a night's slow drift (contexts growing, a cache filling) is the same in
-    both runs of a workload and is no noise between them, while window-to-window jitter is."""
+    """Relative standard error of a figure's mean over the run's full steady windows, and how many there were (0
+    with fewer than ``MIN_WINDOWS``: two or three differences say little of a spread). The spread is the successive
+    differences' (von Neumann: Σ (x[i+1] − x[i])² / 2(n − 1)), not the plain variance: a night's slow drift
+    (contexts growing, a cache filling) is the same in both runs of a workload and is no noise between them, while
+    window-to-window jitter is."""
     values = [w[key] for w in steady_windows(summary) if key and isinstance(w.get(key), int | float)]
     values = [float(v) for v in values if v]
     n = len(values)
-    if n < 3:
+    if n < MIN_WINDOWS:
         return 0.0, n
     spread = math.sqrt(sum((b - a) ** 2 for a, b in itertools.pairwise(values)) / (2 * (n - 1)))
     return spread / statistics.fmean(values) / math.sqrt(n), n

@@ -19,13 +19,13 @@ from tests.support.trajectories import simple_turns, write_trajectory
 
 
 def test_first_calls_and_the_never_started_are_reported_apart(tmp_path) -> None:
-    """Poisson arrivals at several times what 2 live sessions serve (tasks of 1,200 output tokens), stopped after 3 s:
-    a backlog, never drained."""
+    """Poisson arrivals at several times what 2 live sessions serve (30 a second, tasks of 6 calls), stopped after
+    3 s: a backlog, never drained."""
     path = tmp_path / "w.jsonl"
     for i in range(4):
-        write_trajectory(path, f"t{i}", simple_turns(4, output_tokens=300, tool_time_s=0.0))
+        write_trajectory(path, f"t{i}", simple_turns(6, output_tokens=80, tool_time_s=0.0))
     spec = RunSpec(trajectories=[str(path)], load=LoadConfig(concurrency=12, duration_s=3.0, warmup_s=0.0),
-                   arrivals=Arrivals.parse("poisson:8"), max_live=2, out=str(tmp_path / "run.jsonl"),
+                   arrivals=Arrivals.parse("poisson:30"), max_live=2, out=str(tmp_path / "run.jsonl"),
                    sim_profile="fast", progress=False)  # fmt: skip
     result = execute(spec)
     i = result.summary["intended"]
@@ -38,7 +38,7 @@ def test_first_calls_and_the_never_started_are_reported_apart(tmp_path) -> None:
     assert first["p95"] > later["p95"]  # the first calls waited for a session; the later ones never do
     text = to_text(result.summary, result.header)
     head = text.splitlines()[1]
-    assert "open loop poisson:8, at most 2 live sessions" in head and "concurrency" not in head
+    assert "open loop poisson:30, at most 2 live sessions" in head and "concurrency" not in head
     assert f"n={first['n']} of {ol['arrived']} arrived" in text
     assert f"the {ol['never_started']} never started are in no figure" in text
 
