@@ -78,7 +78,7 @@ def _noise(summary: dict[str, Any], key: str | None) -> tuple[float, int]:
 
 def compare(current: dict[str, Any], baseline: dict[str, Any], tolerance: float) -> dict[str, Any]:
     """Every figure of FIGURES side by side; ``regressed`` lists those worse beyond tolerance and noise."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for path, key, higher in FIGURES:
         now, before = _get(current, path), _get(baseline, path)
         name = ".".join(path)

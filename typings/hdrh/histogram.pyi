@@ -1,5 +1,6 @@
 # Type stubs for the part of hdrhistogram (the `hdrh` package, which ships no type information) that
-# replay/histogram.py uses: its constructor, the fields it indexes by, encode, decode and add.
+# replay/histogram.py uses: its constructor, the fields it indexes by, its encoder, encode, decode, add and
+# get_highest_equivalent_value.
 import ctypes
 
 class HdrHistogram:
@@ -12,6 +13,7 @@ class HdrHistogram:
     total_count: int
     min_value: int
     max_value: int
+    encoder: object | None  # holds the counts and points back at the histogram (replay breaks the cycle)
     def __init__(
         self,
         lowest_trackable_value: int,
@@ -27,6 +29,7 @@ class HdrHistogram:
     def get_mean_value(self) -> float: ...
     def get_min_value(self) -> int: ...
     def get_max_value(self) -> int: ...
+    def get_highest_equivalent_value(self, value: int) -> int: ...
     def encode(self) -> bytes: ...
     def add(self, other_hist: HdrHistogram) -> None: ...
     @staticmethod
