@@ -28,18 +28,25 @@ def _shares(d: dict[str, float]) -> str:
 
 def provider_lines(s: dict[str, Any]) -> list[str]:
     """A few lines, only for what the host reported (nothing for a plain host)."""
-    lines = _server(s.get("server")) + _routes(s) + _cost(s.get("cost")) + _signals(s)
+    lines = (
+        _server(s.get("server"), (s.get("window") or {}).get("requests"))
+        + _routes(s)
+        + _cost(s.get("cost"))
+        + _signals(s)
+    )
     return ["", "What the host says", *lines] if lines else []
 
 
-def _server(sv: dict[str, Any] | None) -> list[str]:
+def _server(sv: dict[str, Any] | None, measured: int | None) -> list[str]:
+    """The host's own timings, over the calls that carried them (said of how many the window measured)."""
     if not sv:
         return []
+    of = f" of {measured:,} calls: those that carried timings" if measured and measured != sv["requests"] else ""
     t, d = sv["ttft_s"], sv["decode_tps"]
     gap, gap_tps = sv["client_minus_server_ttft_s"], sv["client_minus_server_decode_tps"]
     return [
         f"  server TTFT p50 {_ms(t['p50'])}, p95 {_ms(t['p95'])} (queue p50 {_ms(sv['queue_s']['p50'])}) · server"
-        f" decode p50 {_tps(d['p50'])} tok/s  (n={sv['requests']})",
+        f" decode p50 {_tps(d['p50'])} tok/s  (n={sv['requests']}{of})",
         f"  client − server: TTFT p50 {_ms(gap['p50'])}, p95 {_ms(gap['p95'])} · decode p50"
         f" {_signed(gap_tps['p50'])} tok/s (network, queues outside the engine, client)",
     ]

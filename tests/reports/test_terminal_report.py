@@ -91,3 +91,13 @@ def test_an_empty_last_window_is_not_printed_and_a_short_one_is_marked(run):
     s["windows"][-1] = dict(last, requests=1, total_tps=5.0)
     text = to_text(s)
     assert "   10000 s       1" in text and "* the last window: 0.00 s, cut short" in text
+
+
+def test_the_hosts_own_timings_say_how_many_calls_carried_them(run):
+    _, s = run
+    s = copy.deepcopy(s)
+    calls = s["window"]["requests"]
+    p = {"p50": 0.01, "p95": 0.02}
+    s["server"] = {"ttft_s": p, "queue_s": p, "decode_tps": {"p50": 90.0}, "client_minus_server_ttft_s": p,
+                   "client_minus_server_decode_tps": {"p50": -3.0}, "requests": calls - 4}  # fmt: skip
+    assert f"(n={calls - 4} of {calls:,} calls: those that carried timings)" in to_text(s)
