@@ -44,8 +44,13 @@ class StreamInterpreter:
                 self.wake.clear()
                 await self.wake.wait()
                 continue
-            while self.queue and not turns.spent():
-                self._step(self.queue[0])
+            try:
+                while self.queue and not turns.spent():
+                    self._step(self.queue[0])
+            except Exception as exc:  # never dies with calls waiting on it: the call at the head fails, named
+                entry = self.queue.popleft()
+                if not entry[1].done():
+                    entry[1].set_exception(exc)
             await asyncio.sleep(0)  # the loop's turn: reads stamped, requests sent, sessions run
 
     def _step(self, entry: list[Any]) -> None:

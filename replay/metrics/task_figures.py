@@ -20,7 +20,7 @@ PROJECTIONS = (2, 10)
 US = 1_000_000
 PARTS = ("model", "tool", "throttled", "queue")
 _COUNTS = ("warm", "tasks", "complete", "failed", "throttled_all", "attempts", "calls", "wall", "subagents",
-           "subagent_calls", "subagent_model", *PARTS)  # fmt: skip
+           "subagent_calls", "subagent_model", "errored", *PARTS)  # fmt: skip
 
 
 def _us(seconds: float) -> int:
@@ -33,9 +33,13 @@ class TaskTally:
     def __init__(self) -> None:
         self.n = dict.fromkeys(_COUNTS, 0)
         self.complete: dict[int, bool] = {}
+        self.first_error: tuple[int, str] | None = None  # (task, error) of the lowest task whose session failed
 
     def add(self, t: TaskRecord) -> None:
         n = self.n
+        if t.error is not None:
+            n["errored"] += 1
+            self._note_error(t.task, t.error)
         if t.complete:
             self.complete[t.task] = not t.start_turn
         if t.start_turn:  # began mid-trajectory (--start-at, AgentX): no whole task to measure
@@ -56,13 +60,20 @@ class TaskTally:
         n["subagent_calls"] += t.subagent_calls
         n["subagent_model"] += _us(t.subagent_model_time_s)
 
+    def _note_error(self, task: int, error: str) -> None:
+        if self.first_error is None or task < self.first_error[0]:  # the same whatever order windows merge in
+            self.first_error = (task, error)
+
     def merge(self, other: TaskTally) -> None:
         for k in _COUNTS:
             self.n[k] += other.n[k]
         self.complete.update(other.complete)
+        if other.first_error is not None:
+            self._note_error(*other.first_error)
 
     def encode(self) -> dict[str, Any]:
-        return {"n": self.n, "complete": [[task, whole] for task, whole in self.complete.items()]}
+        return {"n": self.n, "complete": [[task, whole] for task, whole in self.complete.items()],
+                "first_error": list(self.first_error) if self.first_error else None}  # fmt: skip
 
     @classmethod
     def decode(cls, data: dict[str, Any] | None) -> TaskTally:
@@ -70,6 +81,8 @@ class TaskTally:
         if data:
             t.n.update(data["n"])
             t.complete = {int(task): bool(whole) for task, whole in data["complete"]}
+            if data.get("first_error"):
+                t.first_error = (int(data["first_error"][0]), str(data["first_error"][1]))
         return t
 
     def figures(self) -> dict[str, Any]:
@@ -84,6 +97,8 @@ class TaskTally:
             "incomplete": n["tasks"] - done,
             "throttled_time_total_s": n["throttled_all"] / US,
             "attempts_per_turn": _ratio(n["attempts"], n["calls"]),
+            "session_errors": n["errored"],  # tasks whose session itself failed (the error: ``session_error``)
+            "session_error": self.first_error[1] if self.first_error else None,
         }
         if not done:
             empty = dict.fromkeys(("model_time_s", "tool_time_s", "throttled_time_s", "queue_time_s", "wall_s"))

@@ -40,6 +40,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "list[float]": lambda v: isinstance(v, list) and len(v) % 2 == 0 and all(map(_number, v)),
     "dict[str, Any]": lambda v: isinstance(v, dict),
     "dict[str, str]": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
 }
 
 

@@ -24,6 +24,11 @@ import orjson
 from replay import clock
 from replay.records.scrub import Scrubber
 
+try:
+    import fcntl
+except ImportError:  # Windows: run files are not locked there
+    fcntl = None  # type: ignore[assignment]
+
 RUN_FORMAT = "replay.run/1"
 
 
@@ -77,6 +82,7 @@ class RequestRecord:
     # The answer judged after the stream closed (replay.clients.answer_check): length, tool_calls, degenerate, empty
     answer_check: dict[str, Any] | None = None
     answer_text: str | None = None  # the answer itself, kept only to compare hosts (replay run --host A --host B)
+    notes: list[str] | None = None  # what the client left out of what the host sent (an implausible timing), and why
 
     @property
     def ok(self) -> bool:
@@ -110,6 +116,7 @@ class TaskRecord:
     start_turn: int = 0  # a warm start (--start-at, the AgentX recipe): the first measured turn
     t_root_end: float | None = None  # the root agent's last call ended (background subagents may run on)
     t_intended: float | None = None  # open loop: when the session arrived
+    error: str | None = None  # the session itself failed (replay's fault or its machine's, not the host's): why
 
 
 @dataclass(slots=True)
@@ -146,23 +153,39 @@ class RecordSink(Protocol):
     def client(self, sample: dict[str, Any]) -> None: ...
 
 
+class RunFileError(Exception):
+    """The run file cannot be opened or written (a full disk, a read-only directory, another process writing it): a
+    run cannot go on without it, and says so in one line."""
+
+
 class RunWriter:
     """Appends records to the run file, one flushed line each, and hands each to a ``sink`` as it goes.
 
     Nothing is kept of the requests: the sink (``replay.metrics.streaming.StreamSummary`` for a run) summarises
     them as they come, in the order the file holds them, exactly as ``replay report`` will read the file back.
+
+    The file is locked while it is written (``flock``): a second writer, a second ``--resume`` of the same run
+    included, is refused before it writes a byte. A write that fails raises ``RunFileError`` naming the file and the
+    reason, and every later write raises it at once (the footer is still tried: space may have been freed).
     """
 
     def __init__(self, path: str | Path, scrub: Scrubber | None = None, sink: Any = None, append: bool = False) -> None:
         self.path = Path(path)
         self._scrub = scrub if scrub else None  # secrets never written, whatever path they took
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = open(self.path, "ab" if append else "wb")  # noqa: SIM115 - closed in close()
-        if append and self.path.stat().st_size:
-            with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":  # a line torn by a kill stays torn, apart: the next line starts clean
+        self._file: IO[bytes] = open_locked(self.path)
+        self.failed: str | None = None  # why the file could not be written, once it could not
+        try:
+            if not append:
+                self._file.truncate(0)
+            elif self.path.stat().st_size:
+                with open(self.path, "rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    last = f.read(1)
+                if last != b"\n":  # a line torn by a kill stays torn, apart: the next line starts clean
                     self._file.write(b"\n")
+        except OSError as exc:
+            self._file.close()
+            raise RunFileError(f"{self.path}: {exc.strerror or exc}") from None
         self._since_sync = 0
         self.sink = sink
         self.header_data: dict[str, Any] = {}
@@ -172,27 +195,43 @@ class RunWriter:
     def _write(self, kind: str, payload: dict[str, Any]) -> None:
         self._line(orjson.dumps({"type": kind, **payload}))
 
+    def _aside(self, kind: str, payload: dict[str, Any]) -> bool:
+        """A line the run's own machinery writes (phase marks, client samples, windows): a failure is kept in
+        ``failed`` (the next record, and the verdict, name it) rather than raised into the loop's bookkeeping.
+        False when it was not written."""
+        try:
+            self._write(kind, payload)
+        except RunFileError:
+            return False
+        return True
+
     def _record(self, kind: bytes, rec: Any) -> None:
         """A record dataclass as orjson serialises it (its fields in order), ``type`` first: 70x cheaper than
         ``dataclasses.asdict``, which deep-copies every list (2 ms for a 500-token answer's reads)."""
         self._line(b'{"type":"' + kind + b'",' + orjson.dumps(rec)[1:])
 
-    def _line(self, line: bytes) -> None:
+    def _line(self, line: bytes, always: bool = False) -> None:
+        if self.failed is not None and not always:
+            raise RunFileError(self.failed)
         if self._scrub is not None:
             line = self._scrub.line(line)
-        self._file.write(line + b"\n")
-        self._file.flush()
-        self._since_sync += 1
-        if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
-            self.sync()
+        try:
+            self._file.write(line + b"\n")
+            self._file.flush()
+            self._since_sync += 1
+            if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
+                self.sync()
+        except (OSError, ValueError) as exc:  # ValueError: the file was closed under the writer
+            self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
+            raise RunFileError(self.failed) from None
 
     def scrub_text(self, text: str) -> str:
         """``text`` without this run's secrets (a worker's error, before it is shown)."""
         return self._scrub.text(text) if self._scrub is not None else text
 
     def sync(self) -> None:
-        os.fsync(self._file.fileno())
         self._since_sync = 0
+        os.fsync(self._file.fileno())  # (an OSError here is the caller's: ``_line`` names it)
 
     def header(self, header: dict[str, Any]) -> None:
         header = self._scrub.value(header) if self._scrub is not None else header  # kept as the file has it
@@ -214,12 +253,12 @@ class RunWriter:
             self.sink.task(rec)
 
     def phase(self, name: str, t: float) -> None:
-        self._write("phase", {"name": name, "t": t})
+        self._aside("phase", {"name": name, "t": t})
         if self.sink is not None:
             self.sink.phase(name, t)
 
     def client(self, sample: dict[str, Any]) -> None:
-        self._write("client", sample)
+        self._aside("client", sample)
         if self.sink is not None:
             self.sink.sample(sample)
 
@@ -232,19 +271,57 @@ class RunWriter:
     def mark(self, kind: str, payload: dict[str, Any]) -> None:
         """A window or segment record, written and synced at once (a soak's night must survive a power cut), and
         handed to the sink as ``replay report`` will read it back (a segment begins one)."""
-        self._write(kind, payload)
-        self.sync()
+        if not self._aside(kind, payload):
+            return
+        try:
+            self.sync()
+        except OSError as exc:
+            self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
         if self.sink is not None and kind == "segment" and hasattr(self.sink, "segment"):
             self.sink.segment(payload)
         if self.sink is not None and hasattr(self.sink, "mark"):
             self.sink.mark({"type": kind, **payload})
 
     def footer(self, footer: dict[str, Any]) -> None:
-        self._write("footer", footer)
+        """The last line; kept here even when it cannot be written (the verdict is judged from it)."""
+        if self.failed is not None:
+            footer = {**footer, "run_file_error": self.failed}
         self.footer_data = footer
+        self._line(orjson.dumps({"type": "footer", **footer}), always=True)
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+            try:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except (OSError, ValueError) as exc:
+                self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
+            finally:
+                self._file.close()  # (and its lock with it)
+
+
+def _why(exc: Exception) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+
+
+def open_locked(path: Path) -> IO[bytes]:
+    """``path`` opened to append (nothing truncated yet) and locked for this process alone; RunFileError naming
+    what stops it: not a regular file, a directory that cannot be made or written, another writer."""
+    if path.exists() and not path.is_file():
+        raise RunFileError(f"{path} is not a regular file: a run file must be one")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "ab")  # noqa: SIM115 - closed by RunWriter.close
+    except OSError as exc:
+        where = exc.filename if isinstance(exc.filename, str) else path
+        raise RunFileError(f"{path}: cannot be written ({where}: {exc.strerror or exc})") from None
+    try:
+        if fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RunFileError(f"{path} is being written by another replay process; wait for it to end, or give another"
+                           " --out") from None  # fmt: skip
+    except OSError:  # a file system without locks: the run goes on unlocked
+        pass
+    return handle

@@ -28,7 +28,7 @@ from replay import clock
 from replay.clients.client import ModelClient
 from replay.clients.flavours.base import Conversation
 from replay.clients.loop_turns import loop_turns
-from replay.records.run_file import RequestRecord, TaskRecord
+from replay.records.run_file import RequestRecord, RunFileError, TaskRecord
 from replay.sessions.lanes import WARMUP_MAX_TOKENS, LaneRuntime
 from replay.sessions.rate_limit import RateLimit
 from replay.sessions.retry import RetryPolicy
@@ -350,6 +350,10 @@ async def replay_task(
 ) -> TaskRecord:
     """Replay one trajectory (and its subagents); the task record is emitted even when the run stops or cancels it.
 
+    A session that raises (anything but a cancellation) is a failed session, never a lost one: its task is recorded
+    as failed with the error named (``TaskRecord.error``; the verdict then says the run could not complete), and the
+    run goes on or stops as ``--on-error`` says; a run file that cannot be written stops the run whatever it says.
+
     The first tree of a lane may start mid-trajectory (``--start-at``, the AgentX recipe); ``intended`` is an
     open-loop arrival time, from which the first call's latency counts."""
     tally = Tally()
@@ -357,10 +361,15 @@ async def replay_task(
     plan = ctx.lanes.start_plan(slot, traj) if ctx.lanes is not None else None
     t_start = clock.now()
     t_root_end = None
+    error: str | None = None  # the session itself raised: a fault of replay or of its machine, not the host's
+    stop_run = False
     try:
         await _replay_agent(ctx, traj, task, slot, tally, tree, start=plan.root if plan else None, intended=intended)
         t_root_end = clock.now()
         await drain_background(tree)
+    except Exception as exc:  # a failed session: the task fails, named, and the run goes on as --on-error says
+        error, stop_run = named_error(exc), isinstance(exc, RunFileError)
+        tally.ended.append("error")
     finally:
         for bg in tree.background:
             bg.cancel()
@@ -368,7 +377,7 @@ async def replay_task(
             await asyncio.gather(*tree.background, return_exceptions=True)
         skipped = plan.root.resume if plan is not None else 0
         whole = tally.calls == len(traj.turns) - skipped
-        status = "failed" if tally.failed_turns else ("complete" if whole else "partial")
+        status = "failed" if tally.failed_turns or error else ("complete" if whole else "partial")
         record = TaskRecord(
             task=task,
             session=slot,
@@ -393,6 +402,18 @@ async def replay_task(
             start_turn=skipped,
             t_root_end=t_root_end,
             t_intended=intended,
+            error=error,
         )
-        ctx.on_task(record)
+        try:
+            ctx.on_task(record)
+        except Exception as exc:  # the task could not be recorded (the run file, the summary): the run stops
+            error, stop_run = error or named_error(exc), True
+    if error is not None and (stop_run or ctx.on_error == "abort"):
+        ctx.abort(f"task {task} ({traj.id}) failed with an error: {error}")
     return record
+
+
+def named_error(exc: BaseException) -> str:
+    """An exception as one line for a record and the verdict: its type and message, bounded."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "..."

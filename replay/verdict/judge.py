@@ -53,8 +53,14 @@ def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str |
     if footer is None:
         return "the run file has no footer: the client was killed (or is still running)"
     reason = str(footer.get("stop_reason", ""))
+    if footer.get("run_file_error"):
+        return f"the run could not complete: {footer['run_file_error']}"
     if reason.startswith("aborted") or reason == "crashed":
         return f"the run could not complete: {reason}"
+    tasks = summary.get("tasks") or {}
+    if tasks.get("session_errors"):
+        n, first = tasks["session_errors"], tasks["session_error"]
+        return f"the run could not complete: {n} session{'s' * (n != 1)} failed with an error ({first})"
     classes = summary.get("errors_by_class") or {}
     if summary.get("requests") and classes.get("connect", 0) == summary["requests"]:
         return "the host was never reached: every call failed to connect"
