@@ -147,7 +147,11 @@ class HostClient:
             rec.output_tokens, rec.reasoning_tokens = u.output, u.reasoning
             if u.problem:
                 rec.usage_raw = self._scrub(u.raw or "")
-        rec.server_timings = st.timings if st.timings is not None else provider_fields.header_timings(got.headers)
+        if st.timings is None:
+            st.timings = provider_fields.header_timings(got.headers, st.notes)
+        rec.server_timings = st.timings
+        if st.notes:
+            rec.notes = [self._scrub(note) for note in st.notes[:10]]
         if st.served or st.response_id:
             rec.served = {**st.served, **({"id": st.response_id} if st.response_id else {})}
         self._headers_to(rec, got)

@@ -19,15 +19,16 @@ nothing. Sources: ``../shared/PROVIDERS.md`` (section per provider) and docs/pro
 
 from __future__ import annotations
 
-import math
-from typing import Any, TypeGuard
+from typing import Any
 
 from replay.clients.stream import StreamState
 from replay.clients.usage import get, host_value
+from replay.records import host_numbers as hn
 
 GROQ_TIMES = ("queue_time", "prompt_time", "completion_time", "total_time")
 TIMING_KEYS = ("timings", "time_info", "perf_metrics")  # top-level chunk fields that hold server timings
 FIREWORKS_TTFT = "fireworks-server-time-to-first-token"
+SECONDS = {*GROQ_TIMES, "server-time-to-first-token", "server-processing-time"}  # timings in seconds; ``*_ms`` ms
 
 
 def note_chunk(st: StreamState, obj: dict[str, Any]) -> None:
@@ -40,7 +41,7 @@ def note_chunk(st: StreamState, obj: dict[str, Any]) -> None:
             st.usage_parts.append(groq["usage"])  # Groq sends it here always, in ``usage`` only when asked
     for key in TIMING_KEYS:
         if obj.get(key) is not None:
-            st.timings = host_value(obj[key])
+            st.timings = bounded_timings(obj[key], key, st.notes)
     final = get(obj, "provider_metadata", "gateway", "routing", "finalProvider")
     if isinstance(final, str) and final:
         st.served["provider"] = final[:200]
@@ -51,26 +52,44 @@ def note_usage(st: StreamState, usage: Any) -> None:
     if not isinstance(usage, dict):
         return
     if st.timings is None and any(k in usage for k in GROQ_TIMES):
-        st.timings = host_value({k: usage[k] for k in GROQ_TIMES if k in usage})
+        st.timings = bounded_timings({k: usage[k] for k in GROQ_TIMES if k in usage}, "usage", st.notes)
     cost = usage.get("cost")
-    if _plausible_number(cost):
-        st.served["cost"] = float(cost)
+    if cost is not None:
+        usd = hn.number(cost, 0.0, hn.MAX_USD)
+        if usd is None:
+            st.notes.append(f"usage.cost {hn.describe(cost)} left out: not a number of USD in 0..{hn.MAX_USD:g}")
+        else:
+            st.served["cost"] = usd
     speed = usage.get("speed")
     if isinstance(speed, str) and speed:
         st.served["speed"] = speed[:50]
 
 
-def header_timings(headers: dict[str, str]) -> dict[str, Any] | None:
+def bounded_timings(value: Any, where: str, notes: list[str]) -> Any:
+    """A host's timings object with every number checked (``replay.records.host_numbers``): seconds within a day,
+    ``*_ms`` within a day's milliseconds, any other number plain; a number that is not is left out, with a note.
+    (The figures read the times through the same bounds: ``metrics.host.server_figures``.)"""
+    if isinstance(value, dict):
+        out = {}
+        for key, v in value.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                hi = hn.MAX_SECONDS if key in SECONDS else hn.MAX_MS if str(key).endswith("_ms") else hn.MAX_ANY
+                lo = 0.0 if hi != hn.MAX_ANY else -hn.MAX_ANY
+                if hn.number(v, lo, hi) is None:
+                    notes.append(f"{where}.{key} = {hn.describe(v)} left out: outside {lo:g}..{hi:g}")
+                    continue
+            out[key] = bounded_timings(v, f"{where}.{key}", notes) if isinstance(v, dict) else v
+        value = out
+    return host_value(value)
+
+
+def header_timings(headers: dict[str, str], notes: list[str]) -> dict[str, Any] | None:
     """Server timings a host sends only as headers (Fireworks' server TTFT), or None."""
     value = headers.get(FIREWORKS_TTFT)
     if value is None:
         return None
-    try:
-        seconds = float(value)
-    except ValueError:
+    seconds = hn.from_text(value, 0.0, hn.MAX_SECONDS)
+    if seconds is None:
+        notes.append(f"header {FIREWORKS_TTFT} {hn.describe(value)} left out: not seconds in 0..{hn.MAX_SECONDS:g}")
         return None
-    return {"server-time-to-first-token": seconds} if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _plausible_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value < 1e9
+    return {"server-time-to-first-token": seconds}

@@ -59,6 +59,7 @@ class StreamState:
     # decoded whatever the mode (no fast path counts them), so keeping them costs nothing more. Live history sends
     # them back; the answer checks judge them.
     calls: dict[Any, dict[str, Any]] | None = None
+    notes: list[str] = field(default_factory=list)  # host values left out (implausible numbers), and why
 
     def add(self, t: float, t_sent: float, n: int, answer: bool) -> None:
         """Account ``n`` token-bearing events that arrived in the read at ``t``."""

@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 
 from replay.errors import ReplayError
+from replay.records.host_numbers import MAX_COUNT, integer
 
 # No single request has two billion tokens; anything above is a host's bug, not a figure.
-MAX_TOKENS = (1 << 31) - 1
+MAX_TOKENS = MAX_COUNT
 FIELDS = ("prompt", "cached", "cache_write", "output", "reasoning")
 
 
@@ -44,8 +45,8 @@ def count(value: Any, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"{name} is {_kind(value)}, not an integer")
-    if value < 0 or value > MAX_TOKENS:
-        raise UsageError(f"{name} = {value} is outside 0..{MAX_TOKENS}")
+    if integer(value, 0, MAX_TOKENS) is None:
+        raise UsageError(f"{name} = {excerpt(str(value), 40)} is outside 0..{MAX_TOKENS}")
     return value
 
 

@@ -8,18 +8,21 @@ a malformed stream or implausible usage is never retried: it would fail the same
 or a tier's limit (``quota_exhausted``, ``tier_limit``: a 429 that waiting does not cure), whatever the host's
 ``x-should-retry`` says.
 
-The wait honours ``retry-after-ms`` (milliseconds), then ``retry-after`` (seconds, or an HTTP date); otherwise it
+The wait honours ``retry-after-ms`` (milliseconds), then ``retry-after`` (seconds, or an HTTP date), when it asks for
+a wait (0, negative, ``nan`` or a past date ask for none: the backoff applies, as in the SDKs); otherwise it
 is exponential backoff with jitter (0.5 s doubling to 8 s, less up to 25 %, as the SDKs do). Every wait is capped
 by ``--retry-max-wait``.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+from replay.records.host_numbers import MAX_SECONDS, from_text
 from replay.records.run_file import RequestRecord
 
 RETRY_STATUS = {408, 409, 429}
@@ -60,19 +63,21 @@ class RetryPolicy:
 
 
 def retry_after(rec: RequestRecord) -> float | None:
-    """The host's own advice, in seconds: ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date)."""
+    """The host's own advice, in seconds: ``retry-after-ms``, then ``retry-after`` (seconds or an HTTP date), read
+    through the bounded parser. Advice of no wait at all (0, negative, a date passed), or no number (``nan``,
+    ``inf``), is no advice: None, and the backoff applies, as the SDKs do (they take only ``0 < wait``)."""
     headers = rec.headers or {}
     for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:
             continue
-        try:
-            return float(value) * scale
-        except ValueError:
-            pass
-        if name == "retry-after":
-            try:
-                return parsedate_to_datetime(value).timestamp() - time.time()
+        seconds = from_text(value, 0.0, MAX_SECONDS / scale)
+        if seconds is None and name == "retry-after" and from_text(value, -math.inf, math.inf) is None:
+            try:  # an HTTP date
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
             except (TypeError, ValueError, IndexError, OverflowError):
-                return None
+                seconds = None
+        if seconds is not None and seconds * scale > 0:
+            return min(seconds * scale, MAX_SECONDS)
+        return None
     return None

@@ -57,6 +57,7 @@ def test_openrouter_cost_is_kept_only_when_plausible() -> None:
 
 
 def test_fireworks_header_timings() -> None:
-    assert header_timings({"fireworks-server-time-to-first-token": "0.125"}) == {"server-time-to-first-token": 0.125}
-    assert header_timings({"fireworks-server-time-to-first-token": "soon"}) is None
-    assert header_timings({}) is None
+    expected = {"server-time-to-first-token": 0.125}
+    assert header_timings({"fireworks-server-time-to-first-token": "0.125"}, []) == expected
+    assert header_timings({"fireworks-server-time-to-first-token": "soon"}, []) is None
+    assert header_timings({}, []) is None

@@ -14,6 +14,7 @@ import re
 from typing import Any, Protocol
 
 from replay.histogram import Histogram, read_percentiles
+from replay.records.host_numbers import MAX_HEADER_INT, int_from_text
 
 US = 1_000_000
 
@@ -42,10 +43,8 @@ def bucket_field(name: str) -> tuple[str, str] | None:
 
 
 def parse_int(value: str) -> int | None:
-    try:
-        return int(float(value))
-    except (TypeError, ValueError, OverflowError):
-        return None
+    """A rate-limit figure as sent (text), through the bounded parser; None when it is no plausible count."""
+    return int_from_text(value, 0, MAX_HEADER_INT)
 
 
 def rate_limits(t: SignalTally) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,7 @@ from replay.metrics.host.cost import PICO, request_cost
 from replay.metrics.host.host_signals import bucket_field, parse_int
 from replay.metrics.host.routes import SPEED_BINS_PER_E, route_of
 from replay.metrics.host.server_figures import server_times
+from replay.records.host_numbers import MAX_USD, number
 from replay.records.run_file import RequestRecord
 
 US = 1_000_000
@@ -101,8 +102,8 @@ class HostTally:
                 b[2] = value
 
     def _cost(self, r: RequestRecord) -> None:
-        host_usd = (r.served or {}).get("cost")
-        if isinstance(host_usd, int | float) and not isinstance(host_usd, bool) and math.isfinite(host_usd * PICO):
+        host_usd = number((r.served or {}).get("cost"), 0.0, MAX_USD)  # (a file may hold any value there)
+        if host_usd is not None:
             self.reported[0] += round(host_usd * PICO)
             self.reported[1] += 1
         if self.card is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from replay.histogram import Histogram, read_percentiles
+from replay.records.host_numbers import MAX_MS, MAX_SECONDS, number
 
 US = 1_000_000
 TPS_SCALE = 1000
@@ -46,9 +47,9 @@ class ServerTally(Protocol):
     def gap_tps(self) -> Signed: ...
 
 
-def _num(d: dict[str, Any], key: str) -> float | None:
-    v = d.get(key)
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 else None
+def _num(d: dict[str, Any], key: str, hi: float = MAX_SECONDS) -> float | None:
+    """A time the host sent, through the bounded parser (a run file may hold 1e303 from a hostile host)."""
+    return number(d.get(key), 0.0, hi)
 
 
 def server_times(t: Any) -> dict[str, float | None] | None:
@@ -60,7 +61,7 @@ def server_times(t: Any) -> dict[str, float | None] | None:
         ttft = (q or 0.0) + p if p is not None else None
         return {"queue": q, "prefill": p, "ttft": ttft, "decode": c}
     if "predicted_ms" in t or "prompt_ms" in t:  # llama.cpp
-        p, d = _num(t, "prompt_ms"), _num(t, "predicted_ms")
+        p, d = _num(t, "prompt_ms", MAX_MS), _num(t, "predicted_ms", MAX_MS)
         return {"queue": None, "prefill": p / 1000 if p is not None else None,
                 "ttft": p / 1000 if p is not None else None, "decode": d / 1000 if d is not None else None}  # fmt: skip
     if "server-time-to-first-token" in t:  # Fireworks
