@@ -1,8 +1,10 @@
 """CPU to read one finished 500-token chat stream into figures (``replay.clients.stream.interpret``), in-process.
 
 Two shapes of the same answer, as vLLM writes it (role, 500 one-token deltas, finish reason, usage, ``[DONE]``):
-``whole`` (all of it in one read) and ``event`` (one event per read, each with its own time). Prints the best of
-``--reps`` runs per shape, in µs per answer and ns per token. No network, no host: the read step alone, so two
+``whole`` (all of it in one read) and ``event`` (one event per read, each with its own time); and the same two as
+OpenAI writes its deltas (``*-obfuscated``: an ``obfuscation`` field of random padding on each, so the deltas
+differ in more than their text and are counted by the flavour's byte counts, not by a shared framing). Prints the
+best of ``--reps`` runs per shape, in µs per answer and ns per token. No network, no host: the read step alone, so two
 commits can be compared side by side (run it in each checkout).
 
     python scripts/bench_interpret.py [--reps 200] [--tokens 500]
@@ -11,6 +13,8 @@ commits can be compared side by side (run it in each checkout).
 from __future__ import annotations
 
 import argparse
+import random
+import string
 import time
 
 import orjson
@@ -26,12 +30,18 @@ def event(choices: list[dict], **extra: object) -> bytes:
     return b"data: " + orjson.dumps({**HEAD, "choices": choices, **extra}) + b"\n\n"
 
 
-def answer(tokens: int) -> list[bytes]:
+def answer(tokens: int, obfuscated: bool = False) -> list[bytes]:
     """The events of one answer, one per read."""
     delta = event([{"index": 0, "delta": {"content": " the"}, "finish_reason": None}])
+    deltas = [delta] * tokens
+    if obfuscated:  # OpenAI's padding: a random string of a random length on every delta
+        rng = random.Random(0)
+        deltas = [event([{"index": 0, "delta": {"content": " the"}, "finish_reason": None}],
+                        obfuscation="".join(rng.choices(string.ascii_letters, k=rng.randint(2, 12))))
+                  for _ in range(tokens)]  # fmt: skip
     return [
         event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]),
-        *[delta] * tokens,
+        *deltas,
         event([{"index": 0, "delta": {}, "finish_reason": "length"}]),
         event([], usage={"prompt_tokens": 1000, "completion_tokens": tokens, "total_tokens": 1000 + tokens}),
         b"data: [DONE]\n\n",
@@ -53,8 +63,11 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=500)
     args = ap.parse_args()
     flavour = ChatFlavour(RequestOptions(model="m"))
-    reads = answer(args.tokens)
-    shapes = {"whole": ([b"".join(reads)], [1.0]), "event": (reads, [1.0 + i * 1e-5 for i in range(len(reads))])}
+    shapes = {}
+    for suffix, obfuscated in (("", False), ("-obfuscated", True)):
+        reads = answer(args.tokens, obfuscated)
+        shapes["whole" + suffix] = ([b"".join(reads)], [1.0])
+        shapes["event" + suffix] = (reads, [1.0 + i * 1e-5 for i in range(len(reads))])
     for name, (rs, ts) in shapes.items():
         state = interpret(flavour, rs, ts, 0.5)
         assert state.events == args.tokens and state.malformed is None, (name, state.events, state.malformed)

@@ -6,12 +6,15 @@ its text, so a run of them is checked in a few vectorised passes instead of a do
 must be ``tail``, a blank line and ``head``, and every quote and newline must be the framing's, so a text holds only
 escaped quotes and no raw newline (no event can hide another field or event in its text), and each text must be a
 JSON string as it stands (valid escapes, no raw control character, UTF-8). Whether the framing itself is a plain
-delta is the caller's judgement (``stream.templated``): this module only reads bytes.
+delta is the caller's judgement (``stream.templated``): this module only reads bytes. Deltas that differ in more
+than their text are counted by the flavour's byte counts, which hold only for events that are JSON:
+``json_objects`` says whether they all are, in one parse.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import orjson
 
 NUMPY_BYTES = 4096  # shorter regions are counted with bytes.count (numpy's fixed cost is a few µs)
 
@@ -49,6 +52,35 @@ def copies(region: bytes, key: bytes, head: bytes, tail: bytes) -> tuple[int, in
     if quotes - events * (head_q + tail_q) != escaped - events * (head_e + tail_e):  # the texts' quotes: all escaped
         return None
     return events, events - region.count(head + b'"')
+
+
+def json_objects(region: bytes, events: int) -> bool:
+    """Whether each of the ``events`` events of ``region`` is one JSON object, as a full decode reads them: trailing
+    bytes, invalid UTF-8, a raw control character, an object cut short are not, and neither is an event of two lines
+    that a decode would read as two. Each event is a ``data:`` line, or one after the same ``event:`` line as the
+    first's (a run of one delta type): their data, joined by commas, is one parse (anything else: False)."""
+    if region[:6] == b"data: ":
+        body = region[6:].replace(b"\n\ndata: ", b",")
+    else:
+        prefix = region[: region.find(b"\n") + 1] + b"data: "
+        if prefix[:6] != b"event:" or not region.startswith(prefix):
+            return False
+        body = region[len(prefix) :].replace(b"\n\n" + prefix, b",")
+    if b"\n" in body:
+        return False
+    try:
+        items = orjson.loads(b"[" + body + b"]")
+    except orjson.JSONDecodeError:
+        return False
+    return len(items) == events and all(type(item) is dict for item in items)
+
+
+def one_json_object(data: bytes) -> bool:
+    """Whether an event's data is one JSON object (a byte scan's verdict stands only then)."""
+    try:
+        return type(orjson.loads(data)) is dict
+    except orjson.JSONDecodeError:
+        return False
 
 
 def each_ends_an_event(joined: bytes, ends: np.ndarray) -> bool:

@@ -87,6 +87,24 @@ def regions(reads: Sequence[bytes], times: Sequence[float]) -> Iterator[tuple[by
         yield tail, times[-1], False
 
 
+def without_bom(reads: Sequence[bytes]) -> Sequence[bytes]:
+    """The reads without a UTF-8 byte order mark at the stream's start (the SSE standard strips one), even one
+    split across reads; the reads as they are when there is none (the common case costs one comparison)."""
+    if not reads or reads[0][:1] != BOM[:1]:
+        return reads
+    head = b"".join(reads[:3])[:3]
+    if head != BOM:
+        return reads
+    out, cut, i = list(reads), 3, 0
+    while cut:  # (a read left empty stays, so every read keeps its time)
+        take = min(cut, len(out[i]))
+        out[i], cut, i = out[i][take:], cut - take, i + 1
+    return out
+
+
+BOM = b"\xef\xbb\xbf"
+
+
 def split_region(region: bytes) -> list[bytes]:
     """The events of a region (one huge line needs no separator search: a byte search says there is none)."""
     return region.split(b"\n\n") if b"\n" in region else [region]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from replay.clients import delta_template
-from replay.clients.sse import parse_block, regions, split_region
+from replay.clients.sse import parse_block, regions, split_region, without_bom
 from replay.clients.usage import Usage, excerpt
 
 NONE, REASONING, ANSWER = 0, 1, 2  # what an event carries
@@ -63,6 +63,8 @@ class StreamState:
 
     def add(self, t: float, t_sent: float, n: int, answer: bool) -> None:
         """Account ``n`` token-bearing events that arrived in the read at ``t``."""
+        if self.ended:
+            self.bad("tokens after the end of the stream")
         self.events += n
         if self.first_token is None:
             self.first_token = t
@@ -79,6 +81,8 @@ class StreamState:
         """``add(t, t_sent, 1, True)`` for each of ``times`` (non-decreasing), in one go."""
         if not times:
             return
+        if self.ended:
+            self.bad("tokens after the end of the stream")
         self.events += len(times)
         if self.first_token is None:
             self.first_token = times[0]
@@ -173,6 +177,7 @@ def interpret_steps(
     if collect:
         st.text, st.reasoning_text = [], []
     try:
+        reads = without_bom(reads)
         lo, hi = 1, len(reads) - PEEL_LAST  # a stream's first and last events are not plain deltas
         if collect or hi - lo < MIN_RUN or not _ends_events(reads[0]):
             lo = hi = len(reads)
@@ -275,8 +280,12 @@ def plain_events(reader: StreamReader, region: bytes) -> tuple[int, int] | None:
     last = region.rfind(b"\n\n")
     if last >= 0 and reader.plain_tokens(region[last + 2 :]) is None:
         return None  # the last event is no plain delta (a stream's end): no need to count the whole region
+    if b"event: error\n" in region or b"event:error\n" in region:
+        return None  # an error event, whatever its data: decoded
     n = reader.plain_tokens(region)
-    return None if n is None else (region.count(b"\n\n") + 1, n)
+    events = region.count(b"\n\n") + 1
+    # The byte counts judge events that are JSON; whether they are is one parse of them all (in C), not a decode each
+    return None if n is None or not delta_template.json_objects(region, events) else (events, n)
 
 
 FIRST_NOT_PLAIN = (-1, -1)  # ``templated``: the region's first event is no plain delta, so neither is the region
@@ -321,7 +330,7 @@ def _plain_event(reader: StreamReader, event: bytes, has_text: bool) -> bool:
     if reader.plain_tokens(event) != int(has_text):
         return False
     parsed = parse_block(event)
-    if parsed is None:
+    if parsed is None or parsed[0] == b"error":
         return False
     st = StreamState()
     kind = reader.decode(st, *parsed)
@@ -401,9 +410,14 @@ def _events(reader: StreamReader, st: StreamState, region: bytes, t: float, t_se
         if parsed is None:
             continue
         name, data = parsed
-        kind = None if collect or len(data) > BIG_EVENT else reader.scan(name, data)
+        kind = None if collect or name == b"error" or len(data) > BIG_EVENT else reader.scan(name, data)
+        if kind is not None and not delta_template.one_json_object(data):
+            kind = None  # the scan reads JSON's bytes: anything else is decoded (and found malformed)
         if kind is None:
             kind = reader.decode(st, name, data)
+            if name == b"error":  # the host says the call failed, whatever the event's data holds
+                st.error = st.error or excerpt(data) or "an error event"
+                kind = NONE
         if kind:
             st.add(t, t_sent, 1, kind == ANSWER)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 from replay.clients.client import FLAVOURS
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.sse import parse_block
-from replay.clients.stream import ANSWER, FIRST_NOT_PLAIN, NONE, StreamState, interpret, templated
+from replay.clients.stream import ANSWER, FIRST_NOT_PLAIN, MIN_RUN, NONE, PEEL_LAST, StreamState, interpret, templated
 
 settings.register_profile("suite", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
@@ -277,3 +279,81 @@ def test_reads_added_at_once_are_the_reads_added_one_by_one(start, steps, before
     assert (bulk.events, bulk.first_token, bulk.first_answer, bulk.last_token, bulk.chunks) == (
         single.events, single.first_token, single.first_answer, single.last_token, single.chunks)  # fmt: skip
     assert all(type(n) is int for n in bulk.chunks[1::2])  # counts stay whole numbers in the record
+
+
+# --- the differential test: the same damaged bytes, every split into reads, the fast paths against a full decode --
+DAMAGE = [b"x", b"}", b"{", b"]", b",", b'"', b"\\", b"\n", b" ", b"\xff", b"\xc3", b"\x01", b"\x7f", b"\xef\xbb\xbf",
+          b"\\u00", b'":{', b"data: ", b"event: error\n", b"}\n\n"]  # fmt: skip
+WORDS = ["a", " the", "é", '"', "\\", "\n", "{", "}", "[DONE]", "error", "\u2028", "reasoning", '"content":"']
+FUZZ_SEED = int(os.environ.get("REPLAY_FUZZ_SEED", "25"))
+FUZZ_BUDGET_S = float(os.environ.get("REPLAY_FUZZ_BUDGET_S", "8"))  # after the fixed floor of cases below
+FUZZ_FLOOR = 24  # cases always run, whatever the budget: the same ones on every machine
+
+
+def _stream(rng: random.Random, api: str) -> bytes:
+    """A plausible answer in ``api``'s shape (deltas sharing a framing, or OpenAI's padded ones), then damaged."""
+    templates = _templates(api)
+    delta = next(t for t in templates if "delta" in json.dumps(t[0]) or "text" in json.dumps(t[0]))
+    n = rng.randint(MIN_RUN + PEEL_LAST + 2, 40)
+    blocks = [encode(*templates[0])]
+    for _ in range(n):
+        obj = _with_text(delta[0], rng.choice(WORDS))
+        if rng.random() < 0.3:  # deltas that differ in more than their text: counted by bytes, not by a framing
+            obj = {**obj, "obfuscation": "".join(rng.choices("abcXYZ", k=rng.randint(1, 9)))}
+        blocks.append(encode(obj, delta[1]))
+    blocks += [encode(*t) for t in templates[1:]] + ([b"data: [DONE]\n\n"] if api in ("chat", "completions") else [])
+    data = b"".join(blocks)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(data))
+        kind = rng.random()
+        if kind < 0.5:
+            data = data[:at] + rng.choice(DAMAGE) + data[at:]
+        elif kind < 0.75:
+            data = data[:at] + data[at + rng.randint(1, 6) :]
+        else:  # an event cut short: its last bytes before the blank line gone
+            end = data.find(b"\n\n", at)
+            if end > at:
+                data = data[: max(at, end - rng.randint(1, 8))] + data[end:]
+    return data
+
+
+def _verdict(api: str, reads: list[bytes], collect: bool) -> tuple:
+    flavour = FLAVOURS[api](RequestOptions(model="m"))
+    st = interpret(flavour, reads, [float(i + 1) for i in range(len(reads))], 0.0, collect)
+    failed = flavour.outcome(st, b"")
+    return (failed[0] if failed else None, st.events, st.ended, st.error is not None, st.finish_reason, st.usage)
+
+
+def _splits(rng: random.Random, data: bytes) -> list[list[bytes]]:
+    """Every two-read split near the stream's event boundaries and at random places, the stream in one read, one
+    event per read, and a few arbitrary many-read splits."""
+    points = set(range(1, min(len(data), 48)))  # (the first event, where the fast paths start)
+    at = data.find(b"\n\n")
+    while at >= 0:
+        points.update(range(max(1, at - 2), min(len(data), at + 4)))
+        at = data.find(b"\n\n", at + 1)
+    points.update(rng.randrange(1, len(data)) for _ in range(24) if len(data) > 1)
+    out = [[data], [b + b"\n\n" for b in data.split(b"\n\n")[:-1]] + [data.rsplit(b"\n\n", 1)[-1]]]
+    out = [[r for r in reads if r] for reads in out]
+    out += [[data[:p], data[p:]] for p in sorted(points) if 0 < p < len(data)]
+    for _ in range(4):
+        cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(2, 30))))
+        out.append(_cut(data, cuts))
+    return out
+
+
+def test_the_fast_paths_decide_as_a_full_decode_on_damaged_bytes_split_every_way() -> None:
+    """Issue 25, item 3: the same (damaged) bytes, split into reads every way around each event boundary and at
+    random, in every flavour: the verdict and the counts are those of a full decode of the whole stream, by the fast
+    paths and by the full decode alike, however TCP cut the bytes. A fixed seed; after a fixed floor of cases, more
+    while the time budget lasts (``REPLAY_FUZZ_BUDGET_S``, ``REPLAY_FUZZ_SEED`` for a longer or another run)."""
+    rng = random.Random(FUZZ_SEED)
+    end, cases = time.monotonic() + FUZZ_BUDGET_S, 0
+    while cases < FUZZ_FLOOR or time.monotonic() < end:
+        api = sorted(FLAVOURS)[cases % len(FLAVOURS)]
+        data = _stream(rng, api)
+        truth = _verdict(api, [data], collect=True)
+        for reads in _splits(rng, data):
+            for collect in (False, True):
+                assert _verdict(api, reads, collect) == truth, (api, collect, data, [len(r) for r in reads])
+        cases += 1

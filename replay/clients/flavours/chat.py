@@ -106,11 +106,11 @@ class ChatFlavour(Flavour):
         obj = decode_object(st, data)
         if obj is None:
             return NONE
-        if obj.get("error"):
-            st.error = excerpt(safe_dumps(obj["error"]))
+        if has_error(obj.get("error")):
+            st.error = excerpt(safe_dumps(obj["error"])) or "error"
             return NONE
         groq_error = get(obj, "x_groq", "error")
-        if groq_error:
+        if has_error(groq_error):
             st.error = excerpt(safe_dumps(groq_error))
             return NONE
         kind = self._choices(st, obj, data, "delta")
@@ -180,8 +180,15 @@ class ChatFlavour(Flavour):
 
     def finish(self, st: StreamState, tail: bytes) -> None:
         st.usage = openai_usage(st)
-        if st.usage_parts and not st.ended:
-            st.ended = True  # some servers close right after the usage chunk, without [DONE]
+        ended_without_done(st)
+
+
+def ended_without_done(st: StreamState) -> None:
+    """Some servers close right after the usage chunk, without ``[DONE]``: the stream ended if it said how it
+    finished and carried usage. Usage alone is no end: vLLM's ``continuous_usage_stats`` and some gateways put it
+    on every chunk, so a stream cut in the middle carries it too."""
+    if not st.ended and st.usage_parts and st.finish_reason is not None:
+        st.ended = True
 
 
 def only_plain_fields(buf: bytes, kind: int = ANSWER, objects: int = 0) -> bool:
@@ -201,6 +208,12 @@ def only_plain_fields(buf: bytes, kind: int = ANSWER, objects: int = 0) -> bool:
         if key in buf and buf.count(key) != buf.count(key + b"null"):
             return False
     return True
+
+
+def has_error(value: Any) -> bool:
+    """Whether an ``error`` member says the call failed: any value but null and false (an empty object or string
+    too: the host sent an error and said nothing about it)."""
+    return value is not None and value is not False
 
 
 def decode_object(st: StreamState, data: bytes) -> dict[str, Any] | None:

@@ -18,7 +18,14 @@ import orjson
 
 from replay.clients.body import Body, Piece, joined
 from replay.clients.flavours.base import Conversation, Flavour, body_fields
-from replay.clients.flavours.chat import decode_object, note_common, only_plain_fields, openai_usage
+from replay.clients.flavours.chat import (
+    decode_object,
+    ended_without_done,
+    has_error,
+    note_common,
+    only_plain_fields,
+    openai_usage,
+)
 from replay.clients.stream import ANSWER, NONE, REASONING, StreamState
 from replay.clients.usage import excerpt, safe_dumps
 from replay.workload.history import content_text
@@ -107,8 +114,8 @@ class CompletionsFlavour(Flavour):
         obj = decode_object(st, data)
         if obj is None:
             return NONE
-        if obj.get("error"):
-            st.error = excerpt(safe_dumps(obj["error"]))
+        if has_error(obj.get("error")):
+            st.error = excerpt(safe_dumps(obj["error"])) or "error"
             return NONE
         kind = NONE
         choices = obj.get("choices")
@@ -136,5 +143,4 @@ class CompletionsFlavour(Flavour):
 
     def finish(self, st: StreamState, tail: bytes) -> None:
         st.usage = openai_usage(st)
-        if st.usage_parts and not st.ended:
-            st.ended = True
+        ended_without_done(st)
