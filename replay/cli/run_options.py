@@ -68,6 +68,12 @@ HOST = [
         show_default=True,
         help="Cut a longer answer (classified response_too_large); e.g. 64MiB, 1GB, 1000000.",
     ),
+    click.option(
+        "--follow-redirects",
+        is_flag=True,
+        help="Follow a host's redirects (3xx) within its origin: same scheme, host and port, so the key never "
+        "goes elsewhere. Without it a redirect fails the call (error class redirect, naming the target).",
+    ),
 ]
 
 REQUEST = [
@@ -526,6 +532,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         request_timeout_s=_seconds(opts, "request_timeout") or 600.0,
         stall_timeout_s=_seconds(opts, "stall_timeout") or 120.0,
         max_response_bytes=max_bytes,
+        follow_redirects=bool(opts.get("follow_redirects")),
         cache_control=opts["cache_control"],
         responses_state=opts["responses_state"],
         out=out,

@@ -15,6 +15,7 @@ from replay.clients import provider_fields
 from replay.clients.affinity import Affinity
 from replay.clients.answer_check import ToolCall, answer_check
 from replay.clients.body import Body
+from replay.clients.encodings import EncodingError, decoded
 from replay.clients.errors import http_error_class
 from replay.clients.flavours.anthropic import AnthropicFlavour
 from replay.clients.flavours.base import Conversation, Flavour, RequestOptions
@@ -26,6 +27,7 @@ from replay.clients.interpreter import STEP_BYTES, interpreter
 from replay.clients.stream import StreamState, interpret, interpret_steps
 from replay.clients.transport import Received, Transport
 from replay.clients.usage import excerpt
+from replay.clients.watchdog import MAX_HOPS, redirect_target, same_origin
 from replay.records.run_file import RequestRecord
 from replay.workload.trajectory import Message
 
@@ -111,12 +113,19 @@ class HostClient:
             raise
         if rec.status is not None and rec.status != 200 and rec.error is None:
             rec.error = http_error_class(rec.status, got.refusal)
-            rec.error_detail = self._scrub(excerpt(got.refusal))
+            detail = self._redirect(rec, got) if rec.error == "redirect" else excerpt(got.refusal)
+            rec.error_detail = self._scrub(detail)
             self._headers_to(rec, got)
             self.flavour.after_call(conversation, None, context)
             return None
         options = self.flavour.options
         read_text = collect or options.check_answers == "all" or options.keep_answers
+        if got.encoding is not None:  # compressed although asked for identity: decoded, read by read
+            try:
+                got.reads, got.times = decoded(got.reads, got.times, got.encoding, self.host.max_response_bytes)
+            except EncodingError as exc:
+                rec.error = rec.error or "malformed_stream"
+                rec.error_detail = rec.error_detail or str(exc)
         st = await self._interpret(got, rec, read_text)
         self._fill(rec, got, st)
         if rec.error is None:
@@ -150,8 +159,9 @@ class HostClient:
         if st.timings is None:
             st.timings = provider_fields.header_timings(got.headers, st.notes)
         rec.server_timings = st.timings
-        if st.notes:
-            rec.notes = [self._scrub(note) for note in st.notes[:10]]
+        notes = [f"redirected ({hop}): the answer came from there" for hop in got.redirects] + st.notes
+        if notes:
+            rec.notes = [self._scrub(note) for note in notes[:10]]
         if st.served or st.response_id:
             rec.served = {**st.served, **({"id": st.response_id} if st.response_id else {})}
         self._headers_to(rec, got)
@@ -174,6 +184,19 @@ class HostClient:
                                             answered=st.first_answer is not None)  # fmt: skip
         if options.keep_answers:
             rec.answer_text = self._scrub(text) if text is not None else None
+
+    def _redirect(self, rec: RequestRecord, got: Received) -> str:
+        """What a redirect that was not followed pointed to, and why it was not."""
+        target = redirect_target(self.url, got.location)
+        if target is None:
+            return f"the host answered {rec.status} without a Location"
+        if not self.host.follow_redirects:
+            why = "not followed: --follow-redirects follows one within the host's origin"
+        elif not same_origin(self.url, target):
+            why = "not followed: another origin (the key never leaves the host it was given for)"
+        else:
+            why = f"not followed: more than {MAX_HOPS} redirects"
+        return f"the host answered {rec.status}, to {excerpt(target, 200)} ({why})"
 
     @staticmethod
     def _tail(got: Received) -> bytes:

@@ -10,6 +10,8 @@
 |  | for ... tokens per min", a service tier that refuses the request): never retried |
 | ``images_refused`` | the model takes no images (a 400 saying so: vLLM, OpenAI, llama.cpp, the sim): replay the |
 |  | workload against a vision model, or import it with ``--screenshot-window 0`` |
+| ``redirect`` | a 3xx: not followed (or, with ``--follow-redirects``, to another origin); the detail names |
+|  | the target |
 | ``http_4xx``, ``http_5xx`` | any other refusal or server error |
 | ``connect`` | no connection, or it broke before the response headers |
 | ``disconnect`` | the connection broke after the headers, mid-stream |
@@ -69,6 +71,8 @@ _TIER = re.compile(
 def http_error_class(status: int, body: bytes) -> str:
     """The class of a non-200 answer, from its status and body."""
     head = body[:20_000]
+    if 300 <= status < 400:
+        return "redirect"
     if status == 402 or (status in (400, 403, 429) and _QUOTA.search(head)):
         return "quota_exhausted"
     if status in (400, 413, 429) and _TIER.search(head):

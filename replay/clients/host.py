@@ -31,6 +31,9 @@ class HostConfig:
     dialect: str | None = None  # the provider whose fields and options apply (a preset's name), if any
     headers: dict[str, str] = field(default_factory=dict)  # sent with every call; {session}/{task} filled per call
     connection: str = "session"  # session: kept-alive connections reused | per-request: a new one for every call
+    follow_redirects: bool = False  # --follow-redirects: within the origin only (never with the key elsewhere)
+    resend_stale: bool = True  # a call on a kept-alive connection the host had closed is sent again, once (not
+    # with --retries 0: no call is ever sent twice then)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -49,6 +52,8 @@ class HostConfig:
             "dialect": self.dialect,
             "headers": redact_fields(self.headers),
             "connection": self.connection,
+            "follow_redirects": self.follow_redirects,
+            "resend_stale": self.resend_stale,
         }
 
 

@@ -21,6 +21,7 @@ from replay.clients import wire_stamps
 from replay.clients.body import Body, BodyPayload
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
+from replay.clients.watchdog import MAX_HOPS, REDIRECTS, Stalled, redirect_target, same_origin, watched
 from replay.records.run_file import RequestRecord
 
 # A body read only at its end stays in aiohttp's buffer meanwhile; reading must not pause before it ends (the
@@ -41,6 +42,27 @@ class Received:
     times: list[float] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     refusal: bytes = b""  # the body of a non-200 answer (up to ERROR_BODY_LIMIT)
+    location: str | None = None  # where a redirect pointed
+    redirects: list[str] = field(default_factory=list)  # redirects followed within the origin (--follow-redirects)
+    encoding: str | None = None  # the body's Content-Encoding, when the host compressed it anyway
+
+
+class _Seen:
+    """When the last byte of a call came, for the stall watchdog: the request's, the headers', the body's."""
+
+    __slots__ = ("got", "reader", "rec", "sent")
+
+    def __init__(self, rec: RequestRecord, sent: wire_stamps.CallStamps, got: Received) -> None:
+        self.rec, self.sent, self.got = rec, sent, got
+        self.reader: Any = None
+
+    def last(self) -> float:
+        t = max(self.rec.t_sent, self.sent.sent or 0.0, self.rec.t_headers or 0.0)
+        if self.got.times:
+            t = max(t, self.got.times[-1])
+        if self.reader is not None:
+            t = max(t, wire_stamps.last_read(self.reader) or 0.0)
+        return t
 
 
 def _kept(headers: Any) -> dict[str, str]:
@@ -71,6 +93,7 @@ class Transport:
         connector = aiohttp.TCPConnector(limit=0, force_close=per_request, enable_cleanup_closed=True)
         self.http = aiohttp.ClientSession(
             connector=connector,
+            headers={"Accept-Encoding": "identity"},  # a body compressed anyway is decoded after (encodings.py)
             auto_decompress=False,
             trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
         )
@@ -92,7 +115,9 @@ class Transport:
 
         async def one() -> None:
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=10)) as r:
+                async with http.get(
+                    url, headers=headers, timeout=aiohttp.ClientTimeout(total=10), allow_redirects=False
+                ) as r:  # (its auth stays with its origin)
                     await r.content.read(ERROR_BODY_LIMIT)
                     wire_stamps.forget(r.content)
 
@@ -105,44 +130,30 @@ class Transport:
         goes out as its pieces (``replay.clients.body``), never joined.
 
         ``t_call`` is when the call began; ``t_sent`` when its bytes were handed to the socket (see wire_stamps), and
-        every latency of the call counts from there. On cancellation ``got`` still holds what was seen.
+        every latency of the call counts from there. On cancellation ``got`` still holds what was seen. The exchange
+        is watched (``replay.clients.watchdog``): no new bytes for the stall timeout end it as a timeout, whatever
+        state the HTTP library is in; a redirect is followed only with ``--follow-redirects``, within the origin.
         """
         assert self.http is not None
         if rec.t_call is None:  # a caller that waited for a slot (a rate limit) set it already
             rec.t_call = perf_counter()
         deadline = asyncio.get_running_loop().time() + self.host.request_timeout_s
-        for attempt in range(2):
+        resend, hops = self.host.resend_stale, 0
+        while True:
             sent = wire_stamps.CallStamps()  # filled by wire_stamps' trace: body out, connection opened
             rec.t_sent = perf_counter()
+            seen = _Seen(rec, sent, got)
             try:
-                async with self.http.post(
-                    url,
-                    data=BodyPayload(body) if isinstance(body, Body) else body,
-                    headers=headers,
-                    timeout=self._timeout,
-                    trace_request_ctx=sent,
-                    read_bufsize=_UNREAD_BODY_LIMIT,
-                ) as resp:
-                    rec.t_headers = perf_counter()
-                    if sent.sent is not None:
-                        rec.t_sent = sent.sent
-                    rec.connect_s = sent.connect_s
-                    rec.status = resp.status
-                    got.headers = _kept(resp.headers)
-                    if resp.status != 200:
-                        got.refusal = await self._refusal(resp.content)
-                        rec.t_done = perf_counter()
-                        return
-                    try:
-                        await self._receive(resp.content, got, deadline)
-                    finally:
-                        if got.times:
-                            rec.t_headers = min(rec.t_headers, got.times[0])  # headers came no later than the body
+                exchange = self._exchange(url, body, headers, rec, got, sent, deadline, seen)
+                await watched(exchange, seen.last, self.host.stall_timeout_s)
                 rec.t_done = perf_counter()
             except asyncio.CancelledError:
                 rec.t_done = perf_counter()
                 rec.error, rec.error_detail = "cancelled", "stopped before the host finished"
                 raise
+            except Stalled as exc:
+                rec.t_done = perf_counter()
+                rec.error, rec.error_detail = "timeout", str(exc)
             except wire_stamps.ResponseTooLarge as exc:
                 rec.t_done = perf_counter()
                 rec.error, rec.error_detail = "response_too_large", f"{exc}; the rest was not read"
@@ -152,14 +163,68 @@ class Transport:
                 rec.error_detail = "no bytes within the stall timeout, or the call timed out"
             except aiohttp.ClientError as exc:
                 rec.t_done = perf_counter()
-                if attempt == 0 and _stale_connection(exc) and rec.t_headers is None:
+                if resend and _stale_connection(exc) and rec.t_headers is None:
                     # A kept-alive connection the server had already closed (llama-server closes after every stream
-                    # while announcing keep-alive). Nothing reached the host: send again on a fresh one.
+                    # while announcing keep-alive): sent again, once, on a fresh one. Only when retries are allowed:
+                    # with --retries 0 no call is sent twice (the host may have received it whole: double billing).
+                    resend = False
                     rec.retries += 1
                     continue
                 rec.error = "connect" if rec.t_headers is None else "disconnect"
                 rec.error_detail = excerpt(f"{type(exc).__name__}: {exc}")
+            target = redirect_target(url, got.location) if rec.status in REDIRECTS else None
+            if (
+                rec.error is None
+                and target
+                and self.host.follow_redirects
+                and same_origin(url, target)
+                and hops < MAX_HOPS
+            ):
+                hops += 1
+                got.redirects.append(f"{rec.status} to {target}")
+                url, rec.status, rec.t_headers, got.location, got.refusal = target, None, None, None, b""
+                continue
             break
+
+    async def _exchange(
+        self,
+        url: str,
+        body: Body | bytes,
+        headers: dict[str, str],
+        rec: RequestRecord,
+        got: Received,
+        sent: wire_stamps.CallStamps,
+        deadline: float,
+        seen: _Seen,
+    ) -> None:
+        """One request and its answer, as the watchdog runs it."""
+        async with self.http.post(  # type: ignore[union-attr]
+            url,
+            data=BodyPayload(body) if isinstance(body, Body) else body,
+            headers=headers,
+            timeout=self._timeout,
+            trace_request_ctx=sent,
+            read_bufsize=_UNREAD_BODY_LIMIT,
+            allow_redirects=False,  # credentials never leave their origin (replay.clients.watchdog)
+        ) as resp:
+            rec.t_headers = perf_counter()
+            if sent.sent is not None:
+                rec.t_sent = sent.sent
+            rec.connect_s = sent.connect_s
+            rec.status = resp.status
+            got.headers = _kept(resp.headers)
+            if resp.status != 200:
+                got.location = resp.headers.get("Location") if resp.status in REDIRECTS else None
+                got.refusal = await self._refusal(resp.content)
+                return
+            encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+            got.encoding = encoding if encoding not in ("", "identity") else None
+            seen.reader = resp.content
+            try:
+                await self._receive(resp.content, got, deadline)
+            finally:
+                if got.times:
+                    rec.t_headers = min(rec.t_headers, got.times[0])  # headers came no later than the body
 
     async def _refusal(self, content: aiohttp.StreamReader) -> bytes:
         """The body of a refusal, up to ERROR_BODY_LIMIT (a host may answer an error with anything)."""

@@ -125,6 +125,12 @@ def take(reader: Any) -> Capture | None:
     return cap
 
 
+def last_read(reader: Any) -> float | None:
+    """When the last piece of ``reader``'s body came (None: none yet), for the stall watchdog."""
+    cap = _CAPTURES.get(id(reader))
+    return cap.times[-1] if cap is not None and cap.times else None
+
+
 def forget(reader: Any) -> None:
     """Drop a reader's capture (responses whose body timing nobody needs)."""
     _CAPTURES.pop(id(reader), None)

@@ -51,6 +51,7 @@ class HostSpec:
     request_timeout_s: float = 600.0
     stall_timeout_s: float = 120.0
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    follow_redirects: bool = False  # --follow-redirects: a host's redirects within its origin (never elsewhere)
     force_output_length: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     cache_control: str = "none"  # anthropic: none | auto
@@ -62,11 +63,13 @@ class HostSpec:
     # then hold its URL, model, flavour, key variable, body and headers.
     resolved: ResolvedHost | None = None
 
-    def host_config(self, base_url: str, model: str) -> HostConfig:
-        """The client's view of the host at ``base_url`` (the embedded one's, or the resolved URL) for ``model``."""
+    def host_config(self, base_url: str, model: str, resend_stale: bool = True) -> HostConfig:
+        """The client's view of the host at ``base_url`` (the embedded one's, or the resolved URL) for ``model``;
+        ``resend_stale``: a call a kept-alive connection lost before any byte came back is sent again, once."""
         dialect = self.resolved.dialect if self.resolved is not None else None
         return HostConfig(base_url, model, self.api, self.api_key_env, self.request_timeout_s, self.stall_timeout_s,
-                          self.max_response_bytes, dialect, self.headers, self.connection)  # fmt: skip
+                          self.max_response_bytes, dialect, self.headers, self.connection, self.follow_redirects,
+                          resend_stale=resend_stale)  # fmt: skip
 
     def request_options(self, model: str) -> RequestOptions:
         """What every call's body carries besides its messages."""
@@ -243,6 +246,7 @@ class RunSpec:
     request_timeout_s = Flat[float]()
     stall_timeout_s = Flat[float]()
     max_response_bytes = Flat[int]()
+    follow_redirects = Flat[bool]()
     force_output_length = Flat[bool]()
     extra_body = Flat[dict[str, Any]]()
     cache_control = Flat[str]()

@@ -76,7 +76,7 @@ async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str
     with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
-            http.get(base_url.rstrip("/") + "/models", headers=headers) as resp,
+            http.get(base_url.rstrip("/") + "/models", headers=headers, allow_redirects=False) as resp,  # auth stays
         ):
             data = await resp.json(content_type=None)
             return str(data["data"][0]["id"])
@@ -291,7 +291,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
             model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url, headers=auth)))
             if not model:
                 raise RunError(f"no --model given and {base_url}/models lists no model")
-            host = spec.endpoint.host_config(base_url, model)
+            host = spec.endpoint.host_config(base_url, model, resend_stale=spec.load.retry.retries > 0)
             options = spec.endpoint.request_options(model)
             header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
             header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them

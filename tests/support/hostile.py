@@ -99,3 +99,54 @@ def answer(api: str, tokens: int = 3, usage: dict[str, Any] | None = None, extra
                                                                                      **(usage or {})}}  # fmt: skip
     return [sse(start, start["type"]), *(sse(delta, delta["type"]) for _ in range(tokens)), sse(end, end["type"]),
             sse({"type": "message_stop"}, "message_stop")]  # fmt: skip
+
+
+RawHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.contextmanager
+def raw_host(handler: RawHandler) -> Iterator[str]:
+    """A TCP server that speaks whatever bytes ``handler`` writes (malformed HTTP included), in a thread of its own;
+    yields its base URL (``.../v1``); stopped on every way out."""
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    state: dict[str, Any] = {}
+
+    async def guarded(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await handler(r, w)
+        with contextlib.suppress(Exception):
+            w.close()
+
+    async def start() -> None:
+        server = await asyncio.start_server(guarded, "127.0.0.1", 0)
+        state["server"], state["port"] = server, server.sockets[0].getsockname()[1]
+        started.set()
+
+    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()), daemon=True)
+    thread.start()
+    try:
+        assert started.wait(10), "the test host did not start"
+        yield f"http://127.0.0.1:{state['port']}/v1"
+    finally:
+        if "server" in state:
+            loop.call_soon_threadsafe(state["server"].close)
+
+            async def cancel_all() -> None:
+                for task in asyncio.all_tasks():
+                    if task is not asyncio.current_task():
+                        task.cancel()
+
+            asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+async def read_request(r: asyncio.StreamReader) -> bytes:
+    """One HTTP request's head and body (by its Content-Length), as a raw handler reads it."""
+    head = await r.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return head + await r.readexactly(length)

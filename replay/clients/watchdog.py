@@ -1,0 +1,80 @@
+"""Two guards on one call's exchange that hold whatever the HTTP library does: the stall watchdog and redirects.
+
+Stall: aiohttp's own read timeout does not fire in every state a host can leave it in. A malformed chunked frame after
+the headers, or an informational status (199) that no final response follows, held a call for the whole
+``--request-timeout`` (600 s by default; aiohttp's behaviour, reproduced without replay). ``watched`` runs the
+exchange as a task of its own and one timer beside it: when no new byte has come for the stall timeout (none since
+the request left, the headers came, or the body's last read), the exchange is cancelled and the call ends as a
+``timeout``. The timer looks at the stamps the per-read path takes anyway and wakes at most once per stall period, so
+the per-read path is unchanged.
+
+Redirects: an API call is never redirected by the HTTP library (``allow_redirects=False`` everywhere: the library
+strips only ``Authorization`` when it follows one to another origin, so ``x-api-key`` or any custom auth header
+would go along). A redirect is an error of class ``redirect`` naming its target; ``--follow-redirects`` follows it
+only within the origin (scheme, host and port) the credentials were given for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from time import perf_counter
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_HOPS = 5  # redirects followed within one call (--follow-redirects) before it fails as a redirect
+
+
+class Stalled(Exception):
+    """No new bytes for the stall timeout."""
+
+
+async def watched(exchange: Coroutine[Any, Any, None], last_byte: Callable[[], float], stall_s: float) -> None:
+    """Await ``exchange``; Stalled when ``last_byte()`` (a ``perf_counter`` stamp) stays older than ``stall_s``."""
+    task = asyncio.ensure_future(exchange)
+    loop = asyncio.get_running_loop()
+    stalled = False
+    handle: asyncio.TimerHandle
+
+    def check() -> None:
+        nonlocal handle, stalled
+        quiet = perf_counter() - last_byte()
+        if quiet >= stall_s:
+            stalled = True
+            task.cancel()
+        else:
+            handle = loop.call_later(stall_s - quiet, check)
+
+    handle = loop.call_later(stall_s, check)
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if stalled and (current is None or not current.cancelling()):  # the watchdog's, not the run's
+            raise Stalled(f"no new bytes for {stall_s:g} s (--stall-timeout)") from None
+        raise
+    finally:
+        handle.cancel()
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # a port that is no number: an origin of its own, never the call's
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def redirect_target(url: str, location: str | None) -> str | None:
+    """Where a redirect of ``url`` points (``Location`` resolved against it), or None without one."""
+    if not location:
+        return None
+    return urljoin(url, location.strip())
+
+
+def same_origin(a: str, b: str) -> bool:
+    return origin(a) == origin(b)
