@@ -48,7 +48,7 @@ def run(
 
         trajectories = fill(given(click.get_current_context()), opts, trajectories, resume)
     refuse_inapplicable("run", opts)
-    from replay.records.scrub import Scrubber
+    from replay.records.scrub import Scrubber, header_secrets
     from replay.reports.text_report import to_json, to_text
     from replay.runner.single_run import RunError, check_spec, execute
     from replay.workload.trajectory import TrajectoryError
@@ -93,7 +93,8 @@ def run(
         click.echo("\ninterrupted: every finished request is in the run file", err=True)
         sys.exit(130)
     key_env = (result.header.get("host") or {}).get("api_key_env") or spec.api_key_env  # a preset's own variable
-    scrub = Scrubber([key] if (key := os.environ.get(key_env)) else [])  # the last guard before the screen
+    secrets = [key] if (key := os.environ.get(key_env)) else []
+    scrub = Scrubber(secrets + header_secrets(spec.headers))  # the last guard before the screen (spec: resolved)
     summary = result.summary.to_dict()
     click.echo(scrub.text(to_json(summary) if as_json else to_text(summary, result.header)))
     if result.footer and result.footer.get("signal"):

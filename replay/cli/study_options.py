@@ -252,7 +252,8 @@ def scrubbed(text: str, targets: list[Any]) -> str:
     """``text`` with every host's API key scrubbed: the last guard before the screen, as ``replay run`` has."""
     import os
 
-    from replay.records.scrub import Scrubber
+    from replay.records.scrub import Scrubber, header_secrets
 
     keys = {key for t in targets if (key := os.environ.get(t.spec.api_key_env))}
+    keys |= {value for t in targets for value in header_secrets(t.spec.headers)}
     return Scrubber(sorted(keys)).text(text) if keys else text

@@ -29,6 +29,7 @@ from replay.clients.transport import Received, Transport
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import MAX_HOPS, redirect_target, same_origin
 from replay.records.run_file import RequestRecord
+from replay.records.scrub import Scrubber, header_secrets
 from replay.workload.trajectory import Message
 
 FLAVOURS: dict[str, type[Flavour]] = {
@@ -71,6 +72,7 @@ class HostClient:
         self.transport = transport
         self.url = host.base_url.rstrip("/") + flavour.path
         self._key = host.api_key()
+        self._scrubber = Scrubber([self._key or "", *header_secrets(host.headers)])  # whatever the host echoes
         self.affinity = Affinity(flavour.session_body, host.headers)  # {session}/{task} fields, filled per call
         fixed = {k: v for k, v in host.headers.items() if k not in self.affinity.header_names}
         self._headers = {**flavour.headers(self._key), **fixed}
@@ -113,8 +115,9 @@ class HostClient:
             raise
         if rec.status is not None and rec.status != 200 and rec.error is None:
             rec.error = http_error_class(rec.status, got.refusal)
-            detail = self._redirect(rec, got) if rec.error == "redirect" else excerpt(got.refusal)
-            rec.error_detail = self._scrub(detail)
+            text = got.refusal.decode("utf-8", "replace")
+            detail = self._redirect(rec, got) if rec.error == "redirect" else text
+            rec.error_detail = excerpt(self._scrub(detail))  # scrubbed before it is cut: no key's start is left
             self._headers_to(rec, got)
             self.flavour.after_call(conversation, None, context)
             return None
@@ -207,8 +210,8 @@ class HostClient:
             rec.headers = {k: self._scrub(v) for k, v in got.headers.items()}
 
     def _scrub(self, text: str) -> str:
-        """The API key never reaches a record, even when a host echoes it back."""
-        return text.replace(self._key, "***") if self._key and self._key in text else text
+        """No secret reaches a record, even when a host echoes it back (encoded, or cut: ``records.scrub``)."""
+        return self._scrubber.text(text) if self._scrubber else text
 
 
 def make_client(host: HostConfig, options: RequestOptions, transport: Transport) -> HostClient:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from replay.records.scrub import redact_fields
+from replay.records.scrub import redact_headers
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 << 20  # far above any real answer; a longer one is cut and classified
 
@@ -50,7 +50,7 @@ class HostConfig:
             "stall_timeout_s": self.stall_timeout_s,
             "max_response_bytes": self.max_response_bytes,
             "dialect": self.dialect,
-            "headers": redact_fields(self.headers),
+            "headers": redact_headers(self.headers),
             "connection": self.connection,
             "follow_redirects": self.follow_redirects,
             "resend_stale": self.resend_stale,

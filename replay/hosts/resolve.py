@@ -34,7 +34,7 @@ from replay.clients.host import check_url
 from replay.errors import ReplayError
 from replay.hosts.presets import PRESETS, Preset, SpeedOptions, speed_fields
 from replay.metrics.host.cost import CardError, parse_card
-from replay.records.scrub import redact_fields
+from replay.records.scrub import redact_fields, redact_headers
 
 DEFAULT_HOSTS_FILE = "replay.toml"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # --api-key-env's default: a preset's own variable wins over it
@@ -76,7 +76,7 @@ class ResolvedHost:
             "accelerator": self.accelerator,
             "power_kw": self.power_kw,
             "price": self.price,
-            "headers": redact_fields(self.headers),
+            "headers": redact_headers(self.headers),
             "body": redact_fields(self.body),
         }
 

@@ -33,7 +33,7 @@ from replay.metrics.summary_types import Summary
 from replay.metrics.windows import Tee, WindowRecorder
 from replay.records.reader import read_run
 from replay.records.run_file import RunWriter
-from replay.records.scrub import SECRET_NAMES, Scrubber
+from replay.records.scrub import Scrubber, header_secrets
 from replay.reports.prometheus_export import PrometheusSink
 from replay.runner.embedded_host import embedded_host
 from replay.runner.recipes import get_recipe, header_block
@@ -264,13 +264,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     if previous is not None:  # before anything is written: a refused resume leaves the file as it was
         _check_resume(spec, previous, workload, asked_duration)
     key = HostConfig("", "", api_key_env=spec.api_key_env).api_key()
-    secrets = [key] if key else []
-    for (
-        name,
-        value,
-    ) in spec.headers.items():  # a key in a header, by name: the value, and its last word (Bearer X)
-        if name.lower() in SECRET_NAMES and value.strip():
-            secrets += [value, value.split()[-1]]
+    secrets = ([key] if key else []) + header_secrets(spec.headers)  # a header whose name says it holds a secret
     # The run's summary is made as its records are written, by the same StreamSummary `replay report` reads the file
     # back with; a resumed run's earlier segments go into it first, as the report would read them.
     stream = StreamSummary(recorded=lambda header: recorded(out, header, workload))
