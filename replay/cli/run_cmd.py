@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from typing import Any
 
@@ -50,6 +52,7 @@ def run(
     refuse_inapplicable("run", opts)
     from replay.records.scrub import Scrubber, header_secrets
     from replay.reports.text_report import to_json, to_text
+    from replay.runner.run_error import stopped_by
     from replay.runner.single_run import RunError, check_spec, execute
     from replay.workload.trajectory import TrajectoryError
 
@@ -87,18 +90,35 @@ def run(
         result = execute(spec)
     except TrajectoryError as exc:
         raise click.ClickException(str(exc)) from None
-    except RunError as exc:
-        raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: every finished request is in the run file", err=True)
-        sys.exit(130)
+    except RunError as exc:  # 1: nothing was run; 3: the run started and could not complete
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP outside the loop's own handling
+        name = stopped_by(exc)
+        click.echo(f"\ninterrupted ({name}): every finished request is in the run file", err=True)
+        sys.exit(128 + int(getattr(signal, name, signal.SIGINT)))
     key_env = (result.header.get("host") or {}).get("api_key_env") or spec.api_key_env  # a preset's own variable
     secrets = [key] if (key := os.environ.get(key_env)) else []
     scrub = Scrubber(secrets + header_secrets(spec.headers))  # the last guard before the screen (spec: resolved)
     summary = result.summary.to_dict()
-    click.echo(scrub.text(to_json(summary) if as_json else to_text(summary, result.header)))
+    if not print_summary(scrub.text(to_json(summary) if as_json else to_text(summary, result.header))):
+        click.echo(f"replay: stdout was closed before the summary was printed; the run is in {result.path}", err=True)
+        sys.exit(max(result.exit_code, 3))  # the run could not complete: its reader did not get it
     if result.footer and result.footer.get("signal"):
         click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)
     if not quiet:
         click.echo(f"run file: {result.path}  (replay report {result.path})", err=True)
     sys.exit(result.exit_code)
+
+
+def print_summary(text: str) -> bool:
+    """``text`` on stdout; False when the reader closed it (a pipe to ``head``), with stdout then pointed at
+    /dev/null so the interpreter's own flush at exit does not fail again."""
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
+    return True

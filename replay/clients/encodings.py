@@ -12,10 +12,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 
+from replay.errors import ReplayError
+
 READABLE = ("gzip", "x-gzip", "deflate")
 
 
-class EncodingError(ValueError):
+class EncodingError(ReplayError, ValueError):
     """The body cannot be decompressed (an unknown encoding, damaged bytes, too large once decompressed)."""
 
 

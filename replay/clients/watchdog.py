@@ -22,11 +22,13 @@ from time import perf_counter
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from replay.errors import ReplayError
+
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_HOPS = 5  # redirects followed within one call (--follow-redirects) before it fails as a redirect
 
 
-class Stalled(Exception):
+class Stalled(ReplayError):
     """No new bytes for the stall timeout."""
 
 

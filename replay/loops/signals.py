@@ -33,10 +33,13 @@ def graceful_signals(first: Callable[[str], None], second: Callable[[], None]) -
     installed = []
     for sig in SIGNALS:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            before = signal.getsignal(sig)
             loop.add_signal_handler(sig, handle, sig.name)
-            installed.append(sig)
+            installed.append((sig, before))
     try:
         yield
     finally:
-        for sig in installed:
+        for sig, before in installed:
             loop.remove_signal_handler(sig)
+            with contextlib.suppress(TypeError, ValueError, OSError):  # the handler the run had before, not the default
+                signal.signal(sig, before if before is not None else signal.SIG_DFL)

@@ -22,6 +22,7 @@ from typing import IO, Any, Protocol
 import orjson
 
 from replay import clock
+from replay.errors import ReplayError
 from replay.records.scrub import Scrubber
 
 try:
@@ -153,7 +154,7 @@ class RecordSink(Protocol):
     def client(self, sample: dict[str, Any]) -> None: ...
 
 
-class RunFileError(Exception):
+class RunFileError(ReplayError):
     """The run file cannot be opened or written (a full disk, a read-only directory, another process writing it): a
     run cannot go on without it, and says so in one line."""
 
@@ -187,6 +188,7 @@ class RunWriter:
             self._file.close()
             raise RunFileError(f"{self.path}: {exc.strerror or exc}") from None
         self._since_sync = 0
+        self._expected = os.fstat(self._file.fileno()).st_size if not self._file.closed else 0  # bytes it must hold
         self.sink = sink
         self.header_data: dict[str, Any] = {}
         self.footer_data: dict[str, Any] | None = None
@@ -217,6 +219,7 @@ class RunWriter:
             line = self._scrub.line(line)
         try:
             self._file.write(line + b"\n")
+            self._expected += len(line) + 1
             self._file.flush()
             self._since_sync += 1
             if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
@@ -289,6 +292,23 @@ class RunWriter:
         self.footer_data = footer
         self._line(orjson.dumps({"type": "footer", **footer}), always=True)
 
+    def intact(self) -> str | None:
+        """Why the file at ``path`` is not the one written (deleted, replaced or truncated under the run), or None."""
+        if self._file.closed:
+            return None
+        try:
+            on_disk, mine = os.stat(self.path), os.fstat(self._file.fileno())
+        except FileNotFoundError:
+            return f"the run file {self.path} was deleted during the run: its records are lost"
+        except OSError as exc:
+            return f"the run file {self.path} cannot be checked: {_why(exc)}"
+        if (on_disk.st_ino, on_disk.st_dev) != (mine.st_ino, mine.st_dev):
+            return f"the run file {self.path} was replaced during the run: its records are lost"
+        if mine.st_size < self._expected:
+            kept = f"{mine.st_size:,} of {self._expected:,} bytes"
+            return f"the run file {self.path} was truncated during the run ({kept})"
+        return None
+
     def close(self) -> None:
         if not self._file.closed:
             try:
@@ -297,7 +317,10 @@ class RunWriter:
             except (OSError, ValueError) as exc:
                 self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
             finally:
-                self._file.close()  # (and its lock with it)
+                try:
+                    self._file.close()  # (and its lock with it; the descriptor is closed even when a flush fails)
+                except (OSError, ValueError) as exc:
+                    self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
 
 
 def _why(exc: Exception) -> str:

@@ -39,6 +39,7 @@ def finish(
     run_file: str | Path,
     truth: str | Path | None = None,
     between: tuple[float | None, float | None] | None = None,
+    compare_truth: bool = True,
 ) -> Summary:
     """The summary of the run ``stream`` holds (``data``: ``stream.run_data``), as written to ``run_file``:
     ``between`` (seconds after the start) summarises only the windows of that span; ``truth`` names a truth log
@@ -53,7 +54,7 @@ def finish(
         summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
         summary.span = {"from_s": lo or 0.0, "to_s": hi}
     truth = truth or find_truth_log(run_file, data.header)
-    if truth and between is None:
+    if truth and between is None and compare_truth:
         logs = [Path(truth), *_segment_truth_logs(run_file, data)]
         summary.truth = compare_file(run_file, logs, summary.requests)
     if data.later_phases or any(m["type"] == "segment" for m in data.marks):

@@ -1,8 +1,22 @@
-"""The one error a run that cannot start raises: its own module, so every job that checks options can raise it
-without importing the run itself."""
+"""The one error a run that cannot start, or cannot complete, raises: its own module, so every job that checks options
+can raise it without importing the run itself."""
 
 from replay.errors import ReplayError
 
+EXIT_USAGE, EXIT_INCOMPLETE = 1, 3  # (replay.verdict.judge: 1 nothing was run, 3 a started run could not complete)
+
 
 class RunError(ReplayError):
-    """A run that cannot start, with a message for the user."""
+    """A run that cannot start (exit code 1: nothing was run), or that started and could not complete (3), with a
+    message for the user."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def stopped_by(exc: KeyboardInterrupt) -> str:
+    """The signal a KeyboardInterrupt stands for: SIGTERM or SIGHUP outside the closed loop's own handling (raised
+    with the signal's name: ``preflight.footer_on_signals``), else Ctrl-C's SIGINT."""
+    name = exc.args[0] if exc.args else None
+    return name if name in ("SIGTERM", "SIGHUP") else "SIGINT"

@@ -13,8 +13,9 @@ import orjson
 
 from replay import __version__, event_loop
 from replay.clients.host import HostConfig
-from replay.records.run_file import clock_anchor
+from replay.records.run_file import RunWriter, clock_anchor
 from replay.records.scrub import redact_fields
+from replay.runner.recipes import get_recipe, header_block
 from replay.workload.trajectory import Workload
 
 
@@ -69,3 +70,21 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         },
         "versions": versions(),
     }
+
+
+def resume_into(writer: RunWriter, previous: Any, header: dict[str, Any], truth_log: Path | None) -> None:
+    """Go on writing a resumed run: a segment record says where this part begins."""
+    writer.resumed(previous.header)
+    writer.mark("segment", {"index": previous.segments, "created": header["created"], "clock": header["clock"],
+                            "after": previous.stop_reason or "killed (no footer)", "elapsed_before_s":
+                            previous.elapsed_s, "tasks_before": previous.tasks_started,
+                            "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
+
+
+def recipe_header(spec: Any) -> dict[str, Any]:
+    """The header's recipe entry (rules and host facts) and, for an open loop, its arrivals and cap."""
+    recipe = get_recipe(spec.recipe) if spec.recipe else None
+    out: dict[str, Any] = {"recipe": header_block(recipe, spec.recipe_facts)}
+    if spec.arrivals is not None:
+        out["open_loop"] = {"arrivals": str(spec.arrivals), "max_live": spec.max_live or spec.load.concurrency}
+    return out

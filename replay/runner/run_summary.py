@@ -10,18 +10,20 @@ from replay.metrics.streaming import StreamSummary
 from replay.metrics.summary_types import Summary
 from replay.records.run_file import RunWriter
 from replay.runner.rebuild import finish
-from replay.runner.run_error import RunError
+from replay.runner.run_error import EXIT_INCOMPLETE, RunError
 from replay.verdict.thresholds import parse_all
 
 
-def run_summary(writer: RunWriter, stream: StreamSummary) -> Summary:
+def run_summary(writer: RunWriter, stream: StreamSummary, compare_truth: bool = True) -> Summary:
     """A finished run's summary, judged, made as ``replay report`` makes it from the file (``rebuild.finish``, from
     the accumulators the writer fed: segments, windows, the recorded timeline, the baseline gate, and the truth
-    check against the truth logs the file names, complete now that the host has stopped)."""
+    check against the truth logs the file names, complete now that the host has stopped, unless
+    ``compare_truth`` is False: the file was damaged under the run, and the check reads it back)."""
     try:
-        return finish(stream, stream.run_data(writer.header_data, writer.footer_data), writer.path)
-    except ValueError as exc:  # a baseline that cannot be read
-        raise RunError(f"--baseline: {exc}") from None
+        data = stream.run_data(writer.header_data, writer.footer_data)
+        return finish(stream, data, writer.path, compare_truth=compare_truth)
+    except ValueError as exc:  # a baseline that cannot be read: the run has run, its verdict cannot be given
+        raise RunError(f"--baseline could not be read back after the run: {exc}", EXIT_INCOMPLETE) from None
 
 
 def threshold_check(spec: Any, stream: StreamSummary, writer: RunWriter) -> Callable[[], str | None] | None:

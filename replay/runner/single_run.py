@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import aiohttp
 
 from replay import event_loop
 from replay.clients.client import make_client, make_flavour
@@ -32,18 +27,26 @@ from replay.metrics.streaming import StreamSummary
 from replay.metrics.summary_types import Summary
 from replay.metrics.windows import Tee, WindowRecorder
 from replay.records.reader import read_run
-from replay.records.run_file import RunWriter
+from replay.records.run_file import RunFileError, RunWriter
 from replay.records.scrub import Scrubber, header_secrets
 from replay.reports.prometheus_export import PrometheusSink
-from replay.runner.embedded_host import embedded_host
-from replay.runner.recipes import get_recipe, header_block
+from replay.runner.host_models import listed_model
+from replay.runner.preflight import (
+    check_out,
+    check_prometheus,
+    check_workers,
+    ensure_open_files,
+    footer_on_signals,
+    signals_held,
+)
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
-from replay.runner.run_error import RunError
-from replay.runner.run_header import build_header
+from replay.runner.run_error import EXIT_INCOMPLETE, RunError, stopped_by
+from replay.runner.run_header import build_header, recipe_header, resume_into
 from replay.runner.run_spec import RunSpec
 from replay.runner.run_summary import run_summary, threshold_check
+from replay.runner.sim_options import run_host, sim_profile_name, truth_log_path
 from replay.runner.soak_jobs import close_last_window, host_sampler, side_jobs
-from replay.verdict.judge import EXIT_INCOMPLETE
+from replay.sessions.session import named_error
 from replay.verdict.thresholds import ThresholdError, parse_all
 from replay.workload.trajectory import Workload, default_workload_path, load_workload
 
@@ -51,6 +54,8 @@ SIM_MODEL = "replay-sim"
 DEFAULT_WINDOW_S = 60.0
 LONG_RUN_S = 600.0  # runs this long or longer get windows unless told otherwise
 DEFAULT_RETRIES = 3  # against a real host; the simulated host gets none unless asked (its faults are the point)
+
+__all__ = ["RunError", "RunResult", "RunSpec", "check_spec", "execute", "resolve_host", "truth_log_path"]
 
 
 @dataclass(slots=True)
@@ -69,54 +74,6 @@ class RunResult:
 
 def default_out_path() -> Path:
     return Path("replay-runs") / f"run-{datetime.now():%Y%m%d-%H%M%S}.jsonl"
-
-
-async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> str | None:
-    """The first model a host lists at /models, for when --model is not given (``headers``: its auth)."""
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError, IndexError, TypeError):
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
-            http.get(base_url.rstrip("/") + "/models", headers=headers, allow_redirects=False) as resp,  # auth stays
-        ):
-            data = await resp.json(content_type=None)
-            return str(data["data"][0]["id"])
-    return None
-
-
-@contextlib.contextmanager
-def _host(spec: RunSpec, truth_log: Path | None) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    if spec.host:
-        yield spec.host, None
-        return
-    truth = str(truth_log) if truth_log else None
-    with contextlib.ExitStack() as stack:
-        try:
-            sim = stack.enter_context(embedded_host(spec.sim_profile, truth, spec.sim_faults, spec.sim_fault_seed,
-                                                    dialect=spec.sim_dialect, fallback=spec.sim_fallback,
-                                                    profile_file=spec.sim_profile_file))  # fmt: skip
-        except RuntimeError as exc:
-            raise RunError(str(exc)) from None
-        yield sim.base_url, {"profile": _sim_profile_name(spec), "profile_file": spec.sim_profile_file,
-                             "faults": spec.sim_faults, "dialect": spec.sim_dialect, "fallback": spec.sim_fallback,
-                             "pid": sim.pid}  # fmt: skip
-
-
-def _sim_profile_name(spec: RunSpec) -> str:
-    if not spec.sim_profile_file:
-        return spec.sim_profile
-    from replay.sim.core.profile_file import resolve_profile
-
-    return resolve_profile(spec.sim_profile, spec.sim_profile_file).name
-
-
-def truth_log_path(spec: RunSpec, out: Path, segment: int = 0) -> Path | None:
-    """Where the embedded host writes its truth log: as asked, or next to the run file (a real host has none);
-    a resumed run's later segments each write their own. Every run against the sim can then say how far the
-    client's times are from the host's own."""
-    if spec.host:
-        return None
-    path = Path(spec.sim_truth_log) if spec.sim_truth_log else out.with_suffix(".truth.jsonl")
-    return path.with_suffix(f".{segment}.jsonl") if segment else path
 
 
 def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
@@ -168,52 +125,15 @@ def check_spec(spec: RunSpec) -> RunSpec:
         raise RunError(f"--api: {exc}") from None
     if spec.baseline and not Path(spec.baseline).is_file():
         raise RunError(f"--baseline: {spec.baseline}: no such run file")
-    if spec.prometheus and not re.fullmatch(r"[\w.\-]*:\d{1,5}", spec.prometheus):
-        raise RunError(f"--prometheus: expected HOST:PORT, such as 127.0.0.1:9464; got {spec.prometheus!r}")
+    if spec.prometheus:
+        check_prometheus(spec.prometheus)
+    check_out(Path(spec.out) if spec.out else default_out_path(), "--resume" if spec.resume else "--out")
     check_workers(spec)
     if not spec.host:
         from replay.runner.sim_options import check_sim_options
 
         check_sim_options(spec)
     return spec
-
-
-def check_workers(spec: RunSpec) -> None:
-    """``--workers``: 1 or more; more than 1 (or ``--ray``) shards the closed loop, so what needs one process is
-    refused."""
-    if spec.workers < (0 if spec.ray else 1):
-        raise RunError(f"--workers: expected 1 or more, not {spec.workers}")
-    if spec.workers == 1 and not spec.ray:
-        return
-    sharded = "--ray" if spec.ray else f"--workers {spec.workers}"
-    one_process = [("--resume", spec.resume), ("an open loop (--arrivals)", spec.arrivals is not None),
-                   ("--max-rpm (one limiter for every session)", spec.load.rate_limit is not None),
-                   ("--start-at and the recipes' lanes (warm-up barrier, background subagents, idle caps)",
-                    spec.load.lanes is not None)]  # fmt: skip
-    for name, asked in one_process:
-        if asked:
-            raise RunError(f"{sharded}: {name} runs in one process; leave {sharded.split()[0]} out")
-    if spec.ray and importlib.util.find_spec("ray") is None:  # before a byte is written
-        raise RunError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'")
-
-
-def ensure_open_files(concurrency: int) -> None:
-    """Raise the soft open-file limit to cover the sessions' connections (2 per session, and room for files), or
-    say before the run why it cannot: 256 sessions under a limit of 128 would otherwise fail thousands of calls."""
-    import resource
-
-    need = 2 * concurrency + 64
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= need:
-        return
-    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < need:
-        raise RunError(
-            f"--concurrency {concurrency} needs about {need} open files, and this process may open only {soft} (hard"
-            f" limit {hard}): raise it (ulimit -n {need}) or lower --concurrency"
-        )
 
 
 def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
@@ -276,71 +196,122 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
     exporter = PrometheusSink(spec.host or f"simulated:{spec.sim_profile}") if spec.prometheus else None
     sink = Tee(*(s for s in (stream, windows, exporter) if s is not None))
-    writer = RunWriter(out, Scrubber(secrets), sink=sink, append=previous is not None)
-    truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
-    footer: dict[str, Any] = {"stop_reason": "crashed"}
-    try:
-        with _host(spec, truth_log) as (base_url, sim):
-            auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists its models
-            model = spec.model or (SIM_MODEL if sim else event_loop.run(detect_model(base_url, headers=auth)))
-            if not model:
-                raise RunError(f"no --model given and {base_url}/models lists no model")
-            host = spec.endpoint.host_config(base_url, model, resend_stale=spec.load.retry.retries > 0)
-            options = spec.endpoint.request_options(model)
-            header = build_header(spec, host, workload, sim, truth_log) | _recipe_header(spec)
-            header["host"] |= resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
-            if spec.workers > 1 or spec.ray:
-                header["load"] |= {"workers": spec.workers or "auto"} | ({"ray": spec.ray} if spec.ray else {})
-            if previous is None:
-                writer.header(header)
-            else:
-                _resume_into(writer, previous, header, truth_log)
-            try:
-                sampler = host_sampler(spec, windows, base_url)
-                jobs = side_jobs(spec, windows, writer, exporter, sampler)
-                footer = event_loop.run(_loop(spec, workload, host, options, writer, stream, jobs, previous))
-                if windows is not None:
-                    close_last_window(windows, writer, sampler)
-            except KeyboardInterrupt:
-                footer = {"stop_reason": "interrupted"}
+    try:  # locked: a second writer (two --resume of one run) is refused before it writes a byte
+        writer = RunWriter(out, Scrubber(secrets), sink=sink, append=previous is not None)
+    except RunFileError as exc:
+        raise RunError(f"--out: {exc}") from None
+    run = _Run(spec, resolved, workload, writer, stream, windows, exporter, previous, key)
+    run.truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
+    with footer_on_signals():  # SIGTERM and SIGHUP write the footer before the loop and after it too
+        run.write()
+        summary = run.judged()
+    return RunResult(summary, writer.header_data, out, writer.footer_data)
+
+
+@dataclass(slots=True)
+class _Run:
+    """One run being written: the host, the loop, the footer on every way out, and its summary judged."""
+
+    spec: RunSpec
+    resolved: ResolvedHost
+    workload: Workload
+    writer: RunWriter
+    stream: StreamSummary
+    windows: WindowRecorder | None
+    exporter: PrometheusSink | None
+    previous: Previous | None
+    key: str | None
+    truth_log: Path | None = None
+    started: bool = False  # the header (or the resumed segment) is written: from here on the run has started
+
+    def write(self) -> None:
+        """The run, its footer written whatever happens; RunError (exit 1 before the start, 3 after)."""
+        spec, writer = self.spec, self.writer
+        footer: dict[str, Any] = {"stop_reason": "crashed"}
+        try:
+            with run_host(spec, self.truth_log) as (base_url, sim):
+                host, options = self._host(base_url, sim)
+                self._begin(host, sim)
+                sampler = host_sampler(spec, self.windows, base_url)
+                jobs = side_jobs(spec, self.windows, writer, self.exporter, sampler)
+                footer = event_loop.run(_loop(spec, self.workload, host, options, writer, self.stream, jobs,
+                                              self.previous))  # fmt: skip
+                if self.windows is not None:
+                    close_last_window(self.windows, writer, sampler)  # the last one, cut at the end
+        except KeyboardInterrupt as exc:  # Ctrl-C, or a signal before the loop or just after it: the footer says so
+            name = stopped_by(exc)
+            footer = {**footer, "stop_reason": "interrupted"}
+            if name != "SIGINT":
+                footer |= {"stop_reason": f"interrupted ({name})", "signal": name}
+            raise
+        except RunError:
+            raise
+        except Exception as exc:  # anything else once the run started: named, exit 3
+            if not self.started:
                 raise
-    finally:
-        with contextlib.suppress(Exception):
-            writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
-        writer.close()
-    return RunResult(run_summary(writer, stream), writer.header_data, out, writer.footer_data)
+            footer = {"stop_reason": f"crashed: {named_error(exc)}"}
+            raise RunError(f"the run could not complete: {named_error(exc)}", EXIT_INCOMPLETE) from exc
+        finally:
+            self._end(footer)
+
+    def _host(self, base_url: str, sim: dict[str, Any] | None) -> tuple[HostConfig, RequestOptions]:
+        spec = self.spec
+        model = spec.model or (SIM_MODEL if sim else listed_model(spec, base_url, self.key))
+        host = spec.endpoint.host_config(base_url, model, resend_stale=spec.load.retry.retries > 0)
+        return host, spec.endpoint.request_options(model)
+
+    def _begin(self, host: HostConfig, sim: dict[str, Any] | None) -> None:
+        """The header written (or the resumed segment marked): the run has started."""
+        spec = self.spec
+        header = build_header(spec, host, self.workload, sim, self.truth_log) | recipe_header(spec)
+        header["host"] |= self.resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
+        if spec.workers > 1 or spec.ray:
+            header["load"] |= {"workers": spec.workers or "auto"} | ({"ray": spec.ray} if spec.ray else {})
+        try:
+            if self.previous is None:
+                self.writer.header(header)
+            else:
+                resume_into(self.writer, self.previous, header, self.truth_log)
+        except RunFileError as exc:  # nothing was run
+            raise RunError(str(exc)) from None
+        self.started = True
+
+    def _end(self, footer: dict[str, Any]) -> None:
+        """The footer written (signals held meanwhile), the file checked and closed; a file nothing was written to
+        is removed."""
+        writer = self.writer
+        with signals_held():
+            if self.started:
+                with contextlib.suppress(RunFileError):
+                    writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})
+                problem = writer.intact()
+                writer.close()
+                if problem and writer.footer_data is not None:  # deleted, replaced or truncated under the run
+                    writer.footer_data.setdefault("run_file_error", problem)  # (a write that failed says more)
+            else:
+                writer.close()
+                if self.previous is None:
+                    with contextlib.suppress(OSError):
+                        writer.path.unlink()
+
+    def judged(self) -> Summary:
+        """The summary and its verdict, made as ``replay report`` makes it from the file (``run_summary``), the footer
+        as this run knows it when the file cannot say it (a full disk, a deleted file); the truth check only when
+        the file is whole (it reads the file back)."""
+        intact = not (self.writer.footer_data or {}).get("run_file_error")
+        return run_summary(self.writer, self.stream, compare_truth=intact)
 
 
 def _check_resume(spec: RunSpec, previous: Previous, workload: Workload, duration: float | None) -> None:
     """The resumed run's configuration against the file's (the host's own answers, such as its model, aside)."""
     model = spec.model or previous.header.get("host", {}).get("model")
     host = HostConfig(spec.host or previous.header.get("host", {}).get("base_url", ""), model, spec.api)
-    sim = None if spec.host else {"profile": _sim_profile_name(spec), "faults": spec.sim_faults,
+    sim = None if spec.host else {"profile": sim_profile_name(spec), "faults": spec.sim_faults,
                                   "dialect": spec.sim_dialect, "fallback": spec.sim_fallback}  # fmt: skip
     try:
         check_same(previous.header, build_header(spec, host, workload, sim, None), duration)
     except ResumeError as exc:
         raise RunError(str(exc)) from None
-
-
-def _resume_into(writer: RunWriter, previous: Previous, header: dict[str, Any], truth_log: Path | None) -> None:
-    writer.resumed(previous.header)
-    writer.mark("segment", {"index": previous.segments, "created": header["created"], "clock": header["clock"],
-                            "after": previous.stop_reason or "killed (no footer)", "elapsed_before_s":
-                            previous.elapsed_s, "tasks_before": previous.tasks_started,
-                            "simulated_truth_log": str(truth_log) if truth_log else None})  # fmt: skip
-
-
-def _recipe_header(spec: RunSpec) -> dict[str, Any]:
-    """The header's recipe entry (rules and host facts) and, for an open loop, its arrivals and cap."""
-    recipe = get_recipe(spec.recipe) if spec.recipe else None
-    out: dict[str, Any] = {"recipe": header_block(recipe, spec.recipe_facts)}
-    if spec.arrivals is not None:
-        out["open_loop"] = {
-            "arrivals": str(spec.arrivals),
-            "max_live": spec.max_live or spec.load.concurrency,
-        }
-    return out
 
 
 def _loop(spec: RunSpec, workload: Workload, host: HostConfig, options: RequestOptions, writer: RunWriter,
@@ -367,5 +338,7 @@ async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options:
 
             return await run_on_ray(spec.ray, spec.ray_listen, plan, writer, spec.progress, check, jobs)
         return await run_workers(plan, writer, spec.progress, check, jobs)
-    except WorkerError as exc:
-        raise RunError(writer.scrub_text(str(exc))) from None
+    except WorkerError as exc:  # the run started and could not complete: its footer says why (exit 3)
+        if exc.footer is None:
+            raise RunError(writer.scrub_text(str(exc)), EXIT_INCOMPLETE) from None
+        return {**exc.footer, "stop_reason": f"aborted: {writer.scrub_text(str(exc))}"}

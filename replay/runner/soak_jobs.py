@@ -4,6 +4,7 @@ the live figures to Prometheus."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 from replay import clock, event_loop
@@ -42,8 +43,17 @@ def side_jobs(
         jobs.append(lambda: _close_windows(windows, writer, sampler))
     if exporter is not None and spec.prometheus:
         address = spec.prometheus
-        jobs.append(lambda: serve_metrics(exporter, address))
+        jobs.append(lambda: _serve(exporter, address))
     return jobs
+
+
+async def _serve(exporter: PrometheusSink, address: str) -> None:
+    """``--prometheus`` for the run's length; its address was checked before the run (``preflight``), and if it is
+    taken between that check and now, the run says so rather than serve nothing in silence."""
+    try:
+        await serve_metrics(exporter, address)
+    except OSError as exc:
+        print(f"replay: --prometheus: cannot listen at {address}: {exc.strerror or exc}", file=sys.stderr)
 
 
 async def _close_windows(windows: WindowRecorder, writer: RunWriter, sampler: HostMetrics | None) -> None:

@@ -28,7 +28,7 @@ from replay.metrics.streaming import StreamSummary
 from replay.metrics.windows import Tee, WindowRecorder
 from replay.records.run_file import RunWriter
 from replay.runner.run_error import RunError
-from replay.runner.run_header import build_header
+from replay.runner.run_header import build_header, recipe_header
 from replay.runner.run_summary import run_summary, threshold_check
 from replay.runner.single_run import (
     DEFAULT_WINDOW_S,
@@ -36,7 +36,6 @@ from replay.runner.single_run import (
     RunResult,
     RunSpec,
     _load_config,
-    _recipe_header,
     check_spec,
     default_out_path,
     load_run_workload,
@@ -115,7 +114,7 @@ async def _run(spec: RunSpec, workload: Workload, host: VirtualHost, profile: Si
     config = HostConfig(f"virtual:{profile.name}", SIM_MODEL, "chat", spec.api_key_env)
     sim = {"profile": profile.name, "profile_file": spec.sim_profile_file, "faults": None, "dialect": None,
            "fallback": None, "pid": None}  # fmt: skip
-    header = build_header(spec, config, workload, sim, None) | _recipe_header(spec)
+    header = build_header(spec, config, workload, sim, None) | recipe_header(spec)
     header["clock"]["name"] = "virtual"
     writer.header(header)
     model = virtual_model(spec)

@@ -50,7 +50,11 @@ EXIT_MARGIN_S = 15.0  # past the drain's grace: how long a worker's footer may t
 
 
 class WorkerError(ReplayError, RuntimeError):
-    """A worker failed (its traceback, or how it exited): the run stops."""
+    """A worker failed (its traceback, or how it exited): the run stops; ``footer`` is the run's as far as it got."""
+
+    def __init__(self, message: str, footer: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.footer = footer
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +199,15 @@ class _Parent:
             self.changed.set()
 
     def _message(self, w: _Worker, message: tuple[Any, ...]) -> None:
+        try:
+            self._take_message(w, message)
+        except Exception as exc:  # the run file or the summary failed here, the only writer: the run stops, named
+            if self.error is None:
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.asked.ask("worker failed", 0.0)
+            self.changed.set()
+
+    def _take_message(self, w: _Worker, message: tuple[Any, ...]) -> None:
         if w.offset:
             message = shift_message(message, w.offset)
         kind = message[0]
@@ -344,7 +357,7 @@ async def run_workers(
     finally:
         parent.close()
         if parent.error:
-            raise WorkerError(parent.error)
+            raise WorkerError(parent.error, parent.footer())
     return parent.footer()
 
 

@@ -63,7 +63,8 @@ class HttpRunner:
     its key are resolved once; no summary is made per pass (a pass's records are all the probe reads)."""
 
     def __init__(self, base: Any, directory: Path) -> None:
-        from replay.runner.single_run import RunError, detect_model, resolve_host
+        from replay.runner.host_models import detect_model
+        from replay.runner.single_run import RunError, resolve_host
 
         spec, _ = resolve_host(base)  # RunSpec: host, model, API, key variable, timeouts (kept on the spec)
         if spec.host is None:  # the probe starts the embedded simulated host before its passes

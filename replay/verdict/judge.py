@@ -3,9 +3,11 @@
 | exit code | meaning |
 |---|---|
 | 0 | the run completed and every threshold held (without thresholds: at most 10 % of calls failed) |
-| 1 | a usage or input error: a bad option, file or workload (nothing was run) |
+| 1 | a usage or input error: a bad option, file, workload or output path (nothing was run) |
 | 2 | a threshold was breached (without thresholds: more than 10 % of calls failed) |
-| 3 | the run could not complete: the host was never reached, ``--on-error abort`` stopped it, or it was killed |
+| 3 | the run started and could not complete: the host was never reached, ``--on-error abort`` stopped it, a |
+|   | session failed with an error, a worker died, the run file could not be written or was damaged under the |
+|   | run, stdout was closed, or it was killed (no footer) |
 | 128 + N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the graceful stop |
 """
 

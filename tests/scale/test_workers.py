@@ -254,13 +254,17 @@ def test_a_workers_abort_stops_every_worker(tmp_path: Path) -> None:
 
 
 def test_a_worker_killed_stops_the_run_with_a_clear_error(tmp_path: Path) -> None:
+    """The run started and could not complete: exit 3 (issue 25), the footer and the verdict name the worker."""
     proc, out, kids = _start(tmp_path)
     workers = [p for p in kids if b"replay.scale.worker_proc" in Path(f"/proc/{p}/cmdline").read_bytes()]
     assert len(workers) == 2
     os.kill(workers[1], signal.SIGKILL)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1, err.decode()
-    assert b"exited (code -9) before the end of its run" in err
+    stdout, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err.decode()
+    assert b"worker 1 exited (code -9) before the end of its run" in stdout
     assert _gone(kids)
     run = read_run(out, notes=lambda _: None)
-    assert run.footer is not None and run.footer["stop_reason"] == "crashed"
+    assert run.footer is not None and run.footer["stop_reason"].startswith("aborted: worker 1 exited (code -9)")
+    assert run.footer["requests"] == len(run.requests)  # every record the parent got is written
+    report = CliRunner().invoke(main, ["report", str(out), "--json"])
+    assert report.exit_code == 0 and orjson.loads(report.stdout)["verdict"]["exit_code"] == 3
