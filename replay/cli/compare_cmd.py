@@ -21,7 +21,9 @@ from replay.cli import run_options, study_options
     type=click.IntRange(50),
     help="Bootstrap resamples per run for the noise intervals.",
 )
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(0, (1 << 63) - 1), help="Seed of the bootstrap."
+)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),

@@ -20,6 +20,9 @@ import orjson
 from replay.cli.options import parse_bytes, parse_duration, profile_names
 from replay.clients.flavours.base import API_FLAVOURS
 
+# A seed goes into the run file's header as a JSON integer: 64 bits at most (2^64 once gave a traceback).
+SEED = click.IntRange(0, (1 << 63) - 1)
+
 HOST = [
     click.option(
         "--host",
@@ -234,7 +237,9 @@ PACE = [
         type=click.IntRange(1),
         help="Start at most this many calls per minute across all sessions (a provider's rate limit).",
     ),
-    click.option("--seed", default=0, show_default=True, help="Seed for the order in which trajectories are taken."),
+    click.option(
+        "--seed", default=0, show_default=True, type=SEED, help="Seed for the order in which trajectories are taken."
+    ),
     click.option(
         "--drain-timeout", default="60", show_default=True, help="How long in-flight calls may finish after the stop."
     ),
@@ -329,7 +334,9 @@ SIM = [
     click.option(
         "--sim-faults", help="Faults the embedded simulated host injects, e.g. '429:0.05,500:0.02,drop:0.01'."
     ),
-    click.option("--sim-fault-seed", default=0, show_default=True, help="Seed of the simulated host's faults."),
+    click.option(
+        "--sim-fault-seed", default=0, show_default=True, type=SEED, help="Seed of the simulated host's faults."
+    ),
     click.option(
         "--sim-dialect",
         help="The simulated host speaks this provider's dialect (openai, anthropic, groq, cerebras, fireworks, "
@@ -389,6 +396,9 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
         name, sep, text = value.partition(":")
         if not sep or not name.strip():
             raise click.BadParameter(f"expected NAME:VALUE, not {value!r}", param_hint="--header")
+        if any(c in value for c in "\r\n\0"):  # a second header smuggled into the first (the value is not echoed:
+            raise click.BadParameter(f"{name.strip()!r}: a header may not hold a line break or NUL",  # it may be a key)
+                                     param_hint="--header")  # fmt: skip
         headers[name.strip()] = text.strip()
     return headers
 

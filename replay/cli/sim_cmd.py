@@ -31,7 +31,13 @@ from replay.cli.options import profile_names
     "usage_off:0.01,bad_usage:0.01,huge:0.01@4' (KIND:RATE[@PARAM][:name=value...]; KIND an HTTP status "
     "400-599 or a named kind; see docs/simulated-host.md).",
 )
-@click.option("--fault-seed", default=0, show_default=True, help="Seed of the fault draws (and of the route draws).")
+@click.option(
+    "--fault-seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, (1 << 63) - 1),
+    help="Seed of the fault draws (and of the route draws).",
+)
 @click.option(
     "--dialect",
     default="default",

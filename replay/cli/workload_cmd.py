@@ -154,7 +154,13 @@ def inspect_cmd(
     type=click.IntRange(1),
     help="Task trajectories to generate (default: as many as --like found, else 100).",
 )
-@click.option("--seed", default=0, show_default=True, help="Seed of the draws and of the generated text.")
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, (1 << 63) - 1),
+    help="Seed of the draws and of the generated text.",
+)
 @click.option(
     "-o",
     "--out",

@@ -28,6 +28,7 @@ from replay.records.run_file import RequestRecord
 # buffer holds what the client keeps anyway). aiohttp pauses at twice this many bytes or 1/16 as many chunks.
 _UNREAD_BODY_LIMIT = 1 << 30
 ERROR_BODY_LIMIT = 64 << 10  # of a refusal's body, enough for any error message
+MAX_KEPT = 64  # response headers kept per call
 # Response headers worth keeping: retry advice, rate-limit state, request ids, server-side timings, routes.
 _KEPT = ("retry-after", "x-should-retry", "x-ratelimit-", "anthropic-ratelimit-", "ratelimit-", "x-request-id",
          "request-id", "openai-processing-ms", "fireworks-", "x-replay-route", "x-generation-id", "server-timing",
@@ -66,7 +67,12 @@ class _Seen:
 
 
 def _kept(headers: Any) -> dict[str, str]:
-    return {k.lower(): v[:300] for k, v in headers.items() if k.lower().startswith(_KEPT)}
+    """The headers worth keeping, each cut to 300 characters, at most MAX_KEPT of them (a host may send thousands)."""
+    kept: dict[str, str] = {}
+    for k, v in headers.items():
+        if k.lower().startswith(_KEPT) and len(kept) < MAX_KEPT:
+            kept[k.lower()[:100]] = v[:300]
+    return kept
 
 
 def _stale_connection(exc: aiohttp.ClientError) -> bool:

@@ -37,7 +37,7 @@ async def watched(exchange: Coroutine[Any, Any, None], last_byte: Callable[[], f
     task = asyncio.ensure_future(exchange)
     loop = asyncio.get_running_loop()
     stalled = False
-    handle: asyncio.TimerHandle
+    handle: asyncio.TimerHandle | None = None
 
     def check() -> None:
         nonlocal handle, stalled
@@ -57,7 +57,8 @@ async def watched(exchange: Coroutine[Any, Any, None], last_byte: Callable[[], f
             raise Stalled(f"no new bytes for {stall_s:g} s (--stall-timeout)") from None
         raise
     finally:
-        handle.cancel()
+        if handle is not None:
+            handle.cancel()
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

@@ -136,6 +136,8 @@ def _check_table(path: Path, name: str, t: Any) -> None:
     for hname, value in t.get("headers", {}).items():
         if not isinstance(value, str):
             raise HostError(f"{where}.headers.{hname}: expected a string")
+        if any(c in hname + value for c in "\r\n\0"):  # a header smuggled into another (the value not echoed)
+            raise HostError(f"{where}.headers.{hname}: a header may not hold a line break or NUL")
     if "gpus" in t and (isinstance(t["gpus"], bool) or not isinstance(t["gpus"], int) or t["gpus"] < 1):
         raise HostError(f"{where}.gpus: expected a whole number of GPUs (1 or more)")
     kw = t.get("power_kw")

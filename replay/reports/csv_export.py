@@ -3,7 +3,9 @@
 ``requests.csv`` has one row per request record, with times in seconds from the run's start and the
 latencies already taken; ``summary.csv`` has one row per summary figure, its key flattened with dots (list
 items by their ``bucket`` label where they have one, else by position). Empty cells are figures the run does
-not have (a host that sent no usage, a call that failed before its first token).
+not have (a host that sent no usage, a call that failed before its first token). A text cell that would start
+like a spreadsheet formula (``=``, ``+``, ``-``, ``@``, a tab or CR) starts with a quote instead: a host writes
+some of them (a finish reason, a route).
 """
 
 from __future__ import annotations
@@ -75,7 +77,18 @@ def _cell(v: Any) -> Any:
         return ""
     if isinstance(v, bool):
         return int(v)
+    if isinstance(v, str):
+        return text_cell(v)
     return repr(v) if isinstance(v, float) else v  # repr: the shortest text that reads back the same float
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell that starts so as a formula (OWASP)
+
+
+def text_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one a host may have sent (a finish reason, a trajectory's id, a
+    route) and that starts like a formula gets a leading quote, as OWASP's CSV injection advice says."""
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def write_csv(run: RunData, summary: dict[str, Any], directory: str | Path) -> list[Path]:

@@ -28,6 +28,9 @@ FORMAT_V1 = "replay.trajectory/1"
 ROLES = ("system", "user", "assistant", "tool")
 
 
+MAX_TOOL_TIME_S = 86_400.0  # a recorded pause longer than a day is refused at load
+
+
 class TrajectoryError(ReplayError, ValueError):
     """Bad trajectory input, with the file, line and field it concerns."""
 
@@ -338,6 +341,9 @@ def _parse_turn(c: _Checker, obj: Any, index: int, build: MessageBuilder) -> Tur
     tool_time_s = c.require(obj, "tool_time_s", (int, float), "a number of seconds >= 0")
     if tool_time_s < 0:
         raise c.fail("tool_time_s", f"expected a number of seconds >= 0; got {tool_time_s}")
+    if tool_time_s > MAX_TOOL_TIME_S:  # 1e10 s once slept for ever: no tool (nor a night away) takes over a day
+        raise c.fail("tool_time_s", f"{tool_time_s:g} s is more than a day ({MAX_TOOL_TIME_S:g} s): no tool's pause;"
+                                    " cut it in the file")  # fmt: skip
     recorded = obj.get("recorded")
     if recorded is not None:
         c.check(recorded, "recorded", dict, "an object")
@@ -517,9 +523,13 @@ def load_workload(
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted(p.glob("*.jsonl")))
-        elif p.exists():
+            files.extend(sorted(f for f in p.glob("*.jsonl") if f.is_file()))
+        elif p.is_file():
             files.append(p)
+        elif p.exists():  # a FIFO would hang the load, /dev/zero fill the memory with one endless line
+            raise TrajectoryError(
+                str(p), 0, "", "not a regular file (a pipe or a device): trajectories are read from files"
+            )
         else:
             raise TrajectoryError(str(p), 0, "", "no such file or directory")
     if not files:

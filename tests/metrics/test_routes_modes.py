@@ -123,3 +123,22 @@ def test_the_detector_on_made_up_speeds() -> None:
     assert modes[0]["share"] == pytest.approx(0.3) and modes[0]["user_decode_tps_p50"] == pytest.approx(90, rel=0.05)
     few = [_rec(300.0)] * 99 + [_rec(50.0)]  # one odd call is not a mode
     assert len(speed_modes(few)) == 1
+
+
+def test_host_sent_route_and_tier_names_are_bounded() -> None:
+    """Issue 25: a host that names a new route every call (and a long one) once made a 935 KB report line."""
+    from replay.metrics.host.routes import MAX_NAME, MAX_NAMES, OTHER
+
+    records = [
+        RequestRecord(id=f"r{i}", session=0, task=0, trajectory="t", turn=i, t_sent=0.0, t_first_token=0.1,
+                      t_last_token=0.2 + i * 1e-3, t_done=0.3, output_tokens=20,
+                      served={"provider": f"route-{i}-" + "x" * 5000, "service_tier": "\x1b[31m" + "t" * (i % 300)},
+                      headers={"x-ratelimit-limit-" + "".join(chr(97 + int(d)) for d in str(i)): "10"})
+        for i in range(1000)
+    ]  # fmt: skip
+    t = tally_of(records)
+    assert len(t.routes) == MAX_NAMES + 1 and t.routes[OTHER] == 1000 - MAX_NAMES
+    assert len(t.tiers) <= MAX_NAMES + 1 and all(len(k) <= MAX_NAME and k.isprintable() for k in t.tiers)
+    assert all(len(k) <= MAX_NAME for k in t.routes) and len(t.limits) == MAX_NAMES
+    assert sum(sum(b.values()) for b in t.speeds.values()) == 1000
+    assert all(len(b) <= MAX_NAMES + 1 for b in t.speeds.values())

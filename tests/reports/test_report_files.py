@@ -124,3 +124,23 @@ def test_unwritable_outputs_are_one_line_errors(report, tmp_path: Path) -> None:
         res = CliRunner().invoke(main, ["report", str(run_file), *args])
         assert res.exit_code == 1 and res.output.splitlines()[-1].startswith("Error: "), res.output
         assert "Traceback" not in res.output
+
+
+def test_csv_cells_a_host_wrote_never_run_as_formulas(tmp_path: Path) -> None:
+    """Issue 25: a finish reason (or any text a host sends) written raw once ran as a spreadsheet formula."""
+    from replay.records.run_file import RequestRecord, RunData
+    from replay.reports.csv_export import write_csv
+
+    odd = ['=HYPERLINK("http://x")', "+1+1", "-2", "@SUM(A1)", "\tx", "stop"]
+    requests = [RequestRecord(id=f"r{i}", session=0, task=0, trajectory="t", turn=i, t_sent=float(i), t_done=i + 0.5,
+                              finish_reason=reason, error="=cmd|' /C calc'!A0" if i == 0 else None)
+                for i, reason in enumerate(odd)]  # fmt: skip
+    run = RunData(header={}, requests=requests, tasks=[], phases={"start": 0.0}, client=[], footer=None)
+    paths = write_csv(run, {"routes": {"=evil": 1.0}}, tmp_path)
+    rows = list(csv.DictReader(paths[0].open(encoding="utf-8")))
+    assert [r["finish_reason"] for r in rows] == ["'" + x for x in odd[:5]] + ["stop"]
+    assert rows[0]["error"] == "'=cmd|' /C calc'!A0"
+    summary = paths[1].read_text(encoding="utf-8")
+    assert "routes.=evil" in summary  # keys are replay's own dotted paths; the host's name inside one is no formula
+    for line in csv.reader(summary.splitlines()):
+        assert not line[1].startswith(("=", "+", "@")), line

@@ -50,6 +50,10 @@ def _fails(args: list[str], *expected: str) -> None:
         (["--extra-body", "{x"], ("--extra-body", "not JSON")),
         (["--tool-time", "sometimes"], ("--tool-time",)),
         (["--api", "soap"], ("--api",)),
+        (["--header", "X-A:b\r\nX-Evil: 1"], ("--header", "line break")),  # issue 25: a smuggled second header
+        (["--header", "X-A:b\nc"], ("--header", "line break")),
+        (["--seed", str(2**64)], ("--seed", "range")),  # issue 25: it once reached the header's JSON
+        (["--sim-fault-seed", "-1"], ("--sim-fault-seed", "range")),
     ],
 )
 def test_bad_run_options(tmp_path: Path, args: list[str], expected: tuple[str, ...]) -> None:
@@ -67,6 +71,7 @@ BAD_TRAJECTORIES = {
     "unknown role": ([HEADER, {**TURN, "append": [{"role": "robot", "content": "x"}]}], "append[0].role"),
     "output tokens missing": ([HEADER, {k: v for k, v in TURN.items() if k != "output_tokens"}], "output_tokens"),
     "negative tool time": ([HEADER, {**TURN, "tool_time_s": -1}], "tool_time_s"),
+    "absurd tool time": ([HEADER, {**TURN, "tool_time_s": 1e10}, TURN], "more than a day"),  # once slept for ever
     "truncate past the context": ([HEADER, TURN, {**TURN, "truncate_to": 9}], "truncate_to"),
     "no turns": ([HEADER], "no turns"),
     "not JSON": ([HEADER, b"{not json"], "not valid JSON"),
@@ -103,3 +108,16 @@ def test_too_few_open_files_for_the_concurrency_is_said_before_the_run(tmp_path:
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert "--concurrency 256 needs about 576 open files" in res.stderr and "ulimit -n" in res.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_pipe_or_a_device_as_the_workload_is_refused(tmp_path: Path, kind: str) -> None:
+    """A FIFO once hung the load and /dev/zero filled the memory with one endless line."""
+    import os
+
+    path = tmp_path / "w.fifo"
+    if kind == "fifo":
+        os.mkfifo(path)
+    target = str(path) if kind == "fifo" else "/dev/zero"
+    for args in (["run", target, "-q", "--out", str(tmp_path / "r.jsonl")], ["inspect", target]):
+        _fails(args, target, "not a regular file")

@@ -19,7 +19,7 @@ from typing import Any
 from replay.histogram import HIGHEST, Histogram, SignedHistogram
 from replay.metrics.host.cost import PICO, request_cost
 from replay.metrics.host.host_signals import bucket_field, parse_int
-from replay.metrics.host.routes import SPEED_BINS_PER_E, route_of
+from replay.metrics.host.routes import MAX_NAME, MAX_NAMES, SPEED_BINS_PER_E, count_name, host_name, route_of
 from replay.metrics.host.server_figures import server_times
 from replay.records.host_numbers import MAX_USD, number
 from replay.records.run_file import RequestRecord
@@ -48,7 +48,7 @@ def _dec(data: str | None) -> Histogram:
 
 def _add_counts(mine: dict[str, int], theirs: dict[str, int]) -> None:
     for k, n in theirs.items():
-        mine[k] = mine.get(k, 0) + n
+        count_name(mine, k, n)
 
 
 class HostTally:
@@ -75,9 +75,9 @@ class HostTally:
         route = route_of(r)
         if r.error is None:
             if route:
-                self.routes[route] = self.routes.get(route, 0) + 1
-            if tier := (r.served or {}).get("service_tier"):
-                self.tiers[tier] = self.tiers.get(tier, 0) + 1
+                count_name(self.routes, route)
+            if tier := host_name((r.served or {}).get("service_tier")):
+                count_name(self.tiers, tier)
         if r.headers:
             self._limits(r.headers)
         self._cost(r)
@@ -90,8 +90,8 @@ class HostTally:
     def _limits(self, headers: dict[str, str]) -> None:
         for name, value in headers.items():
             bf = bucket_field(name) if "ratelimit-" in name else None
-            if bf is None:
-                continue
+            if bf is None or (bf[0] not in self.limits and len(self.limits) >= MAX_NAMES):
+                continue  # (a host that invents a bucket a call: the first MAX_NAMES are kept)
             b = self.limits.setdefault(bf[0], [None, None, None, 0])
             if bf[1] == "limit":
                 b[0] = parse_int(value)
@@ -99,7 +99,7 @@ class HostTally:
             elif bf[1] == "remaining" and (n := parse_int(value)) is not None:
                 b[1] = n if b[1] is None else min(b[1], n)
             elif bf[1] == "reset":
-                b[2] = value
+                b[2] = value[:MAX_NAME]
 
     def _cost(self, r: RequestRecord) -> None:
         host_usd = number((r.served or {}).get("cost"), 0.0, MAX_USD)  # (a file may hold any value there)
@@ -126,8 +126,7 @@ class HostTally:
             self.conn[1] += 1
         speed = _decode_speed(r)
         if speed is not None:
-            b = self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {})
-            b[route or ""] = b.get(route or "", 0) + 1
+            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), route or "")
         s = server_times(r.server_timings)
         if s is not None:
             self._server(r, s, speed)
@@ -168,6 +167,8 @@ class HostTally:
         _add_counts(self.routes, other.routes)
         _add_counts(self.tiers, other.tiers)
         for bucket, (limit, low, reset, n) in other.limits.items():  # ``other`` is the later part of the run
+            if bucket not in self.limits and len(self.limits) >= MAX_NAMES:
+                continue
             b = self.limits.setdefault(bucket, [None, None, None, 0])
             b[0] = limit if limit is not None else b[0]
             b[1] = low if b[1] is None else b[1] if low is None else min(b[1], low)

@@ -37,9 +37,30 @@ class RouteTally(Protocol):
     speeds: dict[int, dict[str, int]]  # log-speed bin -> {route ("" when none): calls}
 
 
+MAX_NAME = 64  # a route or tier name as the figures keep it: a host may send anything there
+MAX_NAMES = 64  # distinct routes (tiers, rate-limit buckets) kept per tally; the rest are counted under OTHER
+OTHER = "(other)"
+
+
+def host_name(value: object) -> str | None:
+    """A name a host sent (a route, a tier), as a figure may key it: text, printable, at most MAX_NAME characters."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = "".join(c if c.isprintable() else "?" for c in value[: MAX_NAME + 1])
+    return text if len(text) <= MAX_NAME else text[: MAX_NAME - 3] + "..."
+
+
+def count_name(counts: dict[str, int], name: str, n: int = 1) -> None:
+    """``counts[name] += n``, with at most MAX_NAMES names: a host that names a new route every call (a 935 KB
+    report line once) fills OTHER instead."""
+    if name not in counts and len(counts) >= MAX_NAMES:
+        name = OTHER
+    counts[name] = counts.get(name, 0) + n
+
+
 def route_of(r: RequestRecord) -> str | None:
     served, headers = r.served or {}, r.headers or {}
-    return served.get("provider") or headers.get("x-replay-route") or served.get("service_tier")
+    return host_name(served.get("provider") or headers.get("x-replay-route") or served.get("service_tier"))
 
 
 def _shares(counts: dict[str, int]) -> dict[str, float]:

@@ -227,6 +227,8 @@ def expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
             )
         elif p.is_file():
             out.append((p, True))
+        elif p.exists():  # a FIFO would hang the read, /dev/zero fill the memory with one endless line
+            raise ImportFailure(p, "", "not a regular file (a pipe or a device): trajectories are read from files")
         else:
             raise ImportFailure(p, "", "no such file or directory")
     return out
