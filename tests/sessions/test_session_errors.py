@@ -164,3 +164,40 @@ def test_the_run_file_error_is_named_once_and_later_writes_fail_fast(tmp_path) -
     writer.footer({"stop_reason": "completed"})
     writer.close()
     assert writer.footer_data is not None and "No space left" in writer.footer_data["run_file_error"]
+
+
+INJECT = """
+import os
+if os.environ.get("REPLAY_TEST_INJECT"):
+    from replay.clients import client
+    real, seen = client.HostClient._fill, [0]
+    def _fill(self, rec, got, st):
+        seen[0] += 1
+        if seen[0] == 3:
+            raise RuntimeError("injected in a worker")
+        return real(self, rec, got, st)
+    client.HostClient._fill = _fill
+"""
+
+
+def test_a_session_that_raises_in_a_worker_process_is_a_failed_session_too(tmp_path: Path) -> None:
+    """The same in each of ``--workers 2``: its task fails by name, the run goes on, exit 3, and no process says a
+    task exception was never retrieved."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(INJECT)
+    path = os.pathsep.join(p for p in (str(tmp_path / "hook"), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "REPLAY_TEST_INJECT": "1", "PYTHONPATH": path}
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "replay", "run", str(_workload(tmp_path)), "-c", "4", "--workers", "2", "-q",
+           "--out", str(out), "--json"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, env=env, timeout=120)
+    assert done.returncode == 3, done.stderr.decode()
+    assert b"never retrieved" not in done.stderr and b"Traceback" not in done.stderr
+    run = read_run(out)
+    failed = [t for t in run.tasks if t.error is not None]
+    assert len(failed) == 2 and all("injected in a worker" in t.error for t in failed)  # one in each worker
+    assert len(run.tasks) == TASKS and run.footer is not None and not run.footer["stop_reason"].startswith("aborted")
