@@ -1,5 +1,6 @@
 """One worker process of a sharded run (``--workers N``): the closed loop over its share of the lanes, with its own
-event loop and connection pool, its records sent to the parent, which alone writes the run file.
+event loop and connection pool, its records sent to the parent in batches (``replay.scale.channel``), which alone
+writes the run file.
 
 A worker is ``python -m replay.scale.worker_proc FD`` (FD: its end of a socket pair with the parent), in a session of
 its own, so a Ctrl-C in the terminal reaches only the parent, which tells every worker to stop (the same grace as a
@@ -12,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import socket
 import sys
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -30,9 +31,11 @@ from replay.loops.load import LoadConfig
 from replay.loops.skeleton import run_loop
 from replay.loops.stop import RunStop
 from replay.records.run_file import RequestRecord, TaskRecord
+from replay.scale.channel import Channel, Outbox, as_socket, open_channel
 from replay.workload.trajectory import Workload
 
 LIVE_S = 1.0  # how often a worker tells the parent's live view what its lanes are doing
+CLOSE_TIMEOUT_S = 30.0  # the footer's way out: a parent that reads nothing for this long is taken as gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +52,15 @@ class WorkerJob:
 
 
 class PipeWriter:
-    """The RunWriter face a worker's closed loop writes to: records go to the parent as they happen. Phase marks
-    stay here: the parent marks the run's phases from every worker's records (``replay.scale.workers``)."""
+    """The RunWriter face a worker's closed loop writes to: records go to the parent in batches. Phase marks stay
+    here: the parent marks the run's phases from every worker's records (``replay.scale.workers``)."""
 
-    def __init__(self, conn: Connection, index: int, gone: Callable[[], None]) -> None:
-        self.conn, self.index, self.gone = conn, index, gone
+    def __init__(self, outbox: Outbox, index: int) -> None:
+        self.outbox, self.index = outbox, index
         self.requests = self.tasks = 0
 
-    def send(self, message: tuple[Any, ...]) -> None:
-        try:
-            self.conn.send(message)
-        except OSError:  # the parent is gone: stop at once, nothing to write to
-            self.gone()
+    def send(self, message: tuple[Any, ...], urgent: bool = False) -> None:
+        self.outbox.put(message, urgent)  # the parent gone is seen by the channel (PipeShard.parent_gone)
 
     def request(self, rec: RequestRecord) -> None:
         self.requests += 1
@@ -78,30 +78,24 @@ class PipeWriter:
 
 
 class PipeShard:
-    """The closed loop's ``Shard``: the run's task indices, its start and its stop, from the parent over the socket."""
+    """The closed loop's ``Shard``: the run's task indices, its start and its stop, from the parent over the link."""
 
-    def __init__(self, job: WorkerJob, conn: Connection, writer: PipeWriter) -> None:
+    def __init__(self, job: WorkerJob, writer: PipeWriter) -> None:
         self.index, self.lanes, self.salt = job.index, job.lanes, job.salt
-        self.conn, self.writer = conn, writer
+        self.writer = writer
         self.messages: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         self.go = asyncio.Event()
         self.lost = False  # the parent is gone: no more tasks
         self.asked: collections.deque[asyncio.Future[int | None]] = collections.deque()  # answered in order
-        asyncio.get_running_loop().add_reader(conn.fileno(), self._readable)
 
-    def _readable(self) -> None:
-        try:
-            while self.conn.poll():
-                message = self.conn.recv()
-                if message[0] == "go":
-                    self.go.set()
-                elif message[0] == "task":
-                    self._answer(message[1])
-                else:
-                    self.messages.put_nowait(message)
-        except (EOFError, OSError):  # the parent died: cut everything and go
-            asyncio.get_running_loop().remove_reader(self.conn.fileno())
-            self.parent_gone()
+    def on_frame(self, messages: list[tuple[Any, ...]]) -> None:
+        for message in messages:
+            if message[0] == "go":
+                self.go.set()
+            elif message[0] == "task":
+                self._answer(message[1])
+            else:
+                self.messages.put_nowait(message)
 
     def _answer(self, index: int | None) -> None:
         if self.asked:
@@ -110,6 +104,9 @@ class PipeShard:
                 future.set_result(index)
 
     def parent_gone(self) -> None:
+        """The parent died (its end of the link closed): cut everything and go."""
+        if self.lost:
+            return
         self.lost = True
         self.go.set()
         while self.asked:
@@ -118,7 +115,7 @@ class PipeShard:
         self.messages.put_nowait(("cut",))
 
     async def ready(self) -> None:
-        self.writer.send(("ready",))
+        self.writer.send(("ready",), urgent=True)
         await self.go.wait()
 
     async def take(self) -> int | None:
@@ -126,11 +123,11 @@ class PipeShard:
             return None
         future: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
         self.asked.append(future)
-        self.writer.send(("take",))
+        self.writer.send(("take",), urgent=True)
         return await future
 
     def stopped(self, reason: str) -> None:
-        self.writer.send(("stop", reason))
+        self.writer.send(("stop", reason), urgent=True)
 
     async def listen(self, stop: RunStop, live: LiveState) -> None:
         shown = asyncio.create_task(self._show(live))
@@ -157,10 +154,6 @@ class PipeShard:
             elif message[0] == "cut":
                 stop.on_second_signal()
 
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            asyncio.get_running_loop().remove_reader(self.conn.fileno())
-
 
 def main(fd: int) -> None:
     """The worker process: read the job, run the shard, send its footer (or what went wrong), exit."""
@@ -168,32 +161,38 @@ def main(fd: int) -> None:
 
 
 def serve(conn: Connection) -> None:
-    """A worker on its connection to the parent (a socket pair's end, or TCP: ``replay.scale.remote_worker``)."""
+    """A worker on its connection to the parent (a socket pair's end, or TCP: ``replay.scale.remote_worker``): the
+    job is read here, before the event loop; the rest goes over the same socket as a ``Channel``."""
     try:
         job: WorkerJob = conn.recv()
     except (EOFError, OSError):
         return  # the parent went before it sent the job
-    try:
-        footer = event_loop.run(_work(job, conn))
-        message: tuple[Any, ...] = ("footer", footer)
-    except BaseException:
-        message = ("error", f"worker {job.index}: {traceback.format_exc(limit=8)}")
-    with contextlib.suppress(OSError):
-        conn.send(message)
-    conn.close()
+    sock = as_socket(conn)
+    event_loop.run(_work(job, sock))
 
 
-async def _work(job: WorkerJob, conn: Connection) -> dict[str, Any]:
+async def _work(job: WorkerJob, sock: socket.socket) -> None:
+    """Run the shard; its footer (or what went wrong) is the last message, sent before the link closes."""
     shard: PipeShard | None = None
-    writer = PipeWriter(conn, job.index, lambda: shard.parent_gone() if shard is not None else None)
-    shard = PipeShard(job, conn, writer)
+    channel: Channel = await open_channel(
+        sock, lambda frame: shard.on_frame(frame) if shard else None, lambda: shard.parent_gone() if shard else None
+    )
+    outbox = Outbox(channel)
+    writer = PipeWriter(outbox, job.index)
+    shard = PipeShard(job, writer)
     try:
         factory = lambda transport: make_client(job.host, job.options, transport)  # noqa: E731
         footer = await run_loop(job.workload, factory, Transport(job.host), job.load, ShardLoop(shard), writer,
                                 progress=False)  # fmt: skip
-    finally:
-        shard.close()
-    return {**footer, "worker": job.index, "requests": writer.requests, "tasks": writer.tasks}
+        message: tuple[Any, ...] = ("footer", {**footer, "worker": job.index, "requests": writer.requests,
+                                               "tasks": writer.tasks})  # fmt: skip
+    except (Exception, asyncio.CancelledError):
+        message = ("error", f"worker {job.index}: {traceback.format_exc(limit=8)}")
+    outbox.put(message)
+    outbox.flush()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(channel.close(), CLOSE_TIMEOUT_S)
+    channel.abort()
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, run_checks
 from replay.records.run_file import RequestRecord, RunWriter
+from replay.scale.channel import Channel, as_socket, open_channel
 from replay.scale.clock_sync import shift_message
 from replay.scale.worker_proc import WorkerJob
 from replay.workload.trajectory import Workload
@@ -99,6 +100,7 @@ class _Worker:
     info: dict[str, Any] = field(default_factory=dict)
     ready: bool = False
     in_flight: int = 0  # calls in flight, as it last said
+    channel: Channel | None = None  # the link once the job is sent (replay.scale.channel)
     gone: bool = False
     footer: dict[str, Any] | None = None
 
@@ -155,17 +157,17 @@ class _Parent:
             if isinstance(result, Exception):
                 w.gone = True
                 self.error = self.error or f"worker {w.index} exited (code {w.proc.poll()}) before it read its job"
-        loop = asyncio.get_running_loop()
-        for w in self.workers:
-            loop.add_reader(w.conn.fileno(), self._readable, w)
+                continue
+            sock = as_socket(w.conn)
+            w.channel = await open_channel(sock, lambda frame, w=w: self._frame(w, frame), lambda w=w: self._lost(w))
 
     def close(self) -> None:
-        """No worker outlives this: closed sockets tell them to cut and go; those that do not are killed."""
-        loop = asyncio.get_running_loop()
+        """No worker outlives this: closed links tell them to cut and go; those that do not are killed."""
         for w in self.workers:
-            with contextlib.suppress(Exception):
-                loop.remove_reader(w.conn.fileno())
-            w.conn.close()
+            if w.channel is not None:
+                w.channel.abort()
+            else:
+                w.conn.close()
         end = perf_counter() + EXIT_MARGIN_S
         for w in self.workers:
             try:
@@ -176,27 +178,24 @@ class _Parent:
 
     def broadcast(self, message: tuple[Any, ...]) -> None:
         for w in self.workers:
-            if not w.gone:
-                with contextlib.suppress(OSError):
-                    w.conn.send(message)
+            if not w.gone and w.channel is not None:
+                w.channel.send([message])
 
     # ------------------------------------------------------------------------------------------- messages
-    def _readable(self, w: _Worker) -> None:
-        try:
-            for _ in range(256):  # then let the loop run: one busy worker must not starve the others
-                if not w.conn.poll():
-                    return
-                self._message(w, w.conn.recv())
-        except (EOFError, OSError):
-            asyncio.get_running_loop().remove_reader(w.conn.fileno())
-            w.gone = True
-            if w.footer is None and self.error is None:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    w.proc.wait(timeout=2.0)  # its socket closed as it died: its exit status follows at once
-                code = w.proc.poll()
-                self.error = f"worker {w.index} exited (code {code}) before the end of its run"
-                self.asked.ask("worker failed", 0.0)
-            self.changed.set()
+    def _frame(self, w: _Worker, messages: list[tuple[Any, ...]]) -> None:
+        for message in messages:
+            self._message(w, message)
+
+    def _lost(self, w: _Worker) -> None:
+        """A worker's link closed: after its footer, the end of its run; before it, the worker failed."""
+        w.gone = True
+        if w.footer is None and self.error is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                w.proc.wait(timeout=2.0)  # its socket closed as it died: its exit status follows at once
+            code = w.proc.poll()
+            self.error = f"worker {w.index} exited (code {code}) before the end of its run"
+            self.asked.ask("worker failed", 0.0)
+        self.changed.set()
 
     def _message(self, w: _Worker, message: tuple[Any, ...]) -> None:
         try:
@@ -223,8 +222,8 @@ class _Parent:
         elif kind == "live":
             self._live(w, message[1])
         elif kind == "take":
-            with contextlib.suppress(OSError):
-                w.conn.send(("task", self._take()))
+            if w.channel is not None:
+                w.channel.send([("task", self._take())])
         elif kind == "stop" and message[1] != "tasks":  # its own stop (--on-error abort): every worker's
             self.asked.ask(message[1])
         elif kind in ("ready", "footer", "error"):

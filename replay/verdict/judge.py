@@ -5,9 +5,9 @@
 | 0 | the run completed and every threshold held (without thresholds: at most 10 % of calls failed) |
 | 1 | a usage or input error: a bad option, file, workload or output path (nothing was run) |
 | 2 | a threshold was breached (without thresholds: more than 10 % of calls failed) |
-| 3 | the run started and could not complete: the host was never reached, ``--on-error abort`` stopped it, a |
-|   | session failed with an error, a worker died, the run file could not be written or was damaged under the |
-|   | run, stdout was closed, or it was killed (no footer) |
+| 3 | the run started and could not complete: it sent no call, the host was never reached, ``--on-error abort`` |
+|   | stopped it, a session failed with an error, a worker died, the run file could not be written or was |
+|   | damaged under the run, stdout was closed, or it was killed (no footer) |
 | 128 + N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the graceful stop |
 """
 
@@ -57,12 +57,14 @@ def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str |
     reason = str(footer.get("stop_reason", ""))
     if footer.get("run_file_error"):
         return f"the run could not complete: {footer['run_file_error']}"
-    if reason.startswith("aborted") or reason == "crashed":
+    if reason.startswith(("aborted", "crashed")):
         return f"the run could not complete: {reason}"
     tasks = summary.get("tasks") or {}
     if tasks.get("session_errors"):
         n, first = tasks["session_errors"], tasks["session_error"]
         return f"the run could not complete: {n} session{'s' * (n != 1)} failed with an error ({first})"
+    if not summary.get("requests"):  # nothing was measured, whatever stopped it (issue 30: a run that sent nothing)
+        return f"the run sent no call (stop: {reason or 'unknown'}): nothing was measured"
     classes = summary.get("errors_by_class") or {}
     if summary.get("requests") and classes.get("connect", 0) == summary["requests"]:
         return "the host was never reached: every call failed to connect"

@@ -268,3 +268,44 @@ def test_a_worker_killed_stops_the_run_with_a_clear_error(tmp_path: Path) -> Non
     assert run.footer["requests"] == len(run.requests)  # every record the parent got is written
     report = CliRunner().invoke(main, ["report", str(out), "--json"])
     assert report.exit_code == 0 and orjson.loads(report.stdout)["verdict"]["exit_code"] == 3
+
+
+def test_more_sessions_than_trajectories_every_worker_and_every_lane_makes_calls(tmp_path: Path) -> None:
+    """Issue 30: with 256 trajectories, ``-c 600 --workers 2`` ran one worker with no task and ``-c 1024`` none at all
+    (a full socket buffer read as the parent gone), and the run passed. 48 lanes over 8 trajectories, 2 workers."""
+    work = _workload(tmp_path / "w.jsonl", n=8, turns=2)
+    out = tmp_path / "r.jsonl"
+    args = ["run", str(work), "-c", "48", "--workers", "2", "--duration", "1.5", "--host", "sim:instant",
+            "--out", str(out), "-q", "--json"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    run = read_run(out)
+    assert run.footer is not None and run.footer["stop_reason"] == "duration"
+    shards = run.footer["workers"]
+    assert [w["lanes"] for w in shards] == [24, 24] and all(w["stop_reason"] == "duration" for w in shards)
+    assert all(w["requests"] > 0 for w in shards)
+    assert {r.session for r in run.requests} == set(range(48))  # every lane asked for made calls
+    for w in shards:  # lane k runs in worker k mod 2: each worker's count is its lanes' calls in the file
+        assert w["requests"] == sum(1 for r in run.requests if r.session % 2 == w["worker"])
+    assert orjson.loads(result.stdout)["requests"] == len(run.requests) == run.footer["requests"]
+
+
+NO_CALL_FOOTERS = [
+    {"stop_reason": "completed"},  # one process, a pass over the workload
+    {"stop_reason": "duration"},
+    {"stop_reason": "tasks", "workers": [{"worker": 0, "requests": 0}, {"worker": 1, "requests": 0}]},  # --workers
+    {"stop_reason": "completed", "window": "whole"},
+]
+
+
+@pytest.mark.parametrize("footer", NO_CALL_FOOTERS)
+def test_a_run_that_sent_no_call_never_passes(footer: dict[str, Any]) -> None:
+    from replay.verdict.judge import judge
+
+    summary = judge({"requests": 0, "error_rate": None}, {"thresholds": []}, footer)
+    assert summary["verdict"]["exit_code"] == 3 and not summary["verdict"]["passed"]
+    reason = f"the run sent no call (stop: {footer['stop_reason']}): nothing was measured"
+    assert summary["verdict"]["reasons"] == [reason]
+    with_thresholds = judge({"requests": 0, "error_rate": None, "ttft_p95": None}, {"thresholds": ["error_rate<1%"]},
+                            footer)  # fmt: skip
+    assert with_thresholds["verdict"]["exit_code"] == 3
