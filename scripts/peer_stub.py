@@ -65,16 +65,19 @@ class Tally:
     first: list[float] = field(default_factory=list)
     last: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # each request's X-Request-Id ("" without one): joins a client's
     bad: int = 0
     in_flight: int = 0  # streamed answers being written (event and timed modes)
     max_in_flight: int = 0
     max_connections: int = 0  # connections open at once: a client holding C streams keeps C open
+    peers: dict[str, int] = field(default_factory=dict)  # connections opened, by the client's address
 
-    def add(self, arrival: float, first: float, last: float, tokens: int) -> None:
+    def add(self, arrival: float, first: float, last: float, tokens: int, rid: str = "") -> None:
         self.arrival.append(arrival)
         self.first.append(first)
         self.last.append(last)
         self.tokens.append(tokens)
+        self.ids.append(rid)
 
     def summary(self) -> dict:
         return {
@@ -83,6 +86,8 @@ class Tally:
             "bad_requests": self.bad,
             "max_in_flight": self.max_in_flight,
             "max_connections": self.max_connections,
+            "peers": self.peers,
+            "ids": self.ids,
             "arrival": self.arrival,
             "first": self.first,
             "last": self.last,
@@ -205,6 +210,8 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.stub.opened(1)
+        peer = str((transport.get_extra_info("peername") or ("?",))[0])
+        self.stub.tally.peers[peer] = self.stub.tally.peers.get(peer, 0) + 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
@@ -245,9 +252,9 @@ class Connection(asyncio.Protocol):
                 self.transport.write(plain("411 Length Required", b'{"error":"send Content-Length"}'))
                 self.transport.close()
                 return
-            self.route(method, target, body, arrival)
+            self.route(method, target, body, arrival, headers.get("x-request-id", ""))
 
-    def route(self, method: str, target: str, body: bytes, arrival: float) -> None:
+    def route(self, method: str, target: str, body: bytes, arrival: float, rid: str = "") -> None:
         assert self.transport is not None
         url = urlsplit(target)
         path = url.path.rstrip("/")
@@ -259,11 +266,11 @@ class Connection(asyncio.Protocol):
             model = {"id": self.stub.config.model, "object": "model", "created": 0, "owned_by": "stub"}
             self.transport.write(plain("200 OK", orjson.dumps({"object": "list", "data": [model]})))
         elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
-            self.answer("chat" if path.endswith("chat/completions") else "completions", body, arrival)
+            self.answer("chat" if path.endswith("chat/completions") else "completions", body, arrival, rid)
         else:
             self.transport.write(plain("404 Not Found", b'{"error":"not found"}'))
 
-    def answer(self, kind: str, body: bytes, arrival: float) -> None:
+    def answer(self, kind: str, body: bytes, arrival: float, rid: str = "") -> None:
         assert self.transport is not None
         stub = self.stub
         try:
@@ -277,42 +284,46 @@ class Connection(asyncio.Protocol):
         if not req.get("stream"):
             self.transport.write(plain("200 OK", whole_body(kind, stub.config.model, tokens)))
             now = time.monotonic()
-            stub.tally.add(arrival, now, now, tokens)
+            stub.tally.add(arrival, now, now, tokens, rid)
         elif stub.config.mode == "whole":
             self.transport.write(stub.whole(kind, usage))
             now = time.monotonic()
-            stub.tally.add(arrival, now, now, tokens)
+            stub.tally.add(arrival, now, now, tokens, rid)
+        elif stub.config.mode == "timed":
+            self.busy = True
+            TimedAnswer(self, kind, usage, arrival, rid).start()
         else:
             self.busy = True
-            asyncio.get_running_loop().create_task(self.stream(kind, usage, arrival))
+            asyncio.get_running_loop().create_task(self.stream(kind, usage, arrival, rid))
 
-    async def stream(self, kind: str, usage: bool, arrival: float) -> None:
-        """One event per write; in ``timed`` mode on the injected schedule."""
+    def answered(self) -> None:
+        """A streamed answer is over: the next request on this connection, if one is waiting."""
+        self.busy = False
+        if self.buf:
+            self.serve_buffered()
+
+    async def stream(self, kind: str, usage: bool, arrival: float, rid: str) -> None:
+        """One event per write, as fast as the connection takes them (``event`` mode)."""
         config = self.stub.config
         opening, token, closing, done = self.stub.events(kind, usage)
-        timed = config.mode == "timed"
         first = last = 0.0
         sent = 0
         tally = self.stub.tally
         tally.in_flight += 1
         tally.max_in_flight = max(tally.max_in_flight, tally.in_flight)
         try:
-            if timed:
-                await sleep_until(arrival + config.ttft)
             self.transport.write(SSE_HEAD + b"\r\n" + chunk(opening + token))  # type: ignore[union-attr]
             first = last = time.monotonic()
             sent = 1
             piece = chunk(token)
             for i in range(1, config.tokens):
-                if timed:
-                    await sleep_until(arrival + config.ttft + i * config.itl)
-                elif not self.can_write.is_set():
+                if not self.can_write.is_set():
                     await self.can_write.wait()
                 if self.transport is None:
                     return
                 self.transport.write(piece)
                 sent += 1
-                if not timed and not i % 16:
+                if not i % 16:
                     await asyncio.sleep(0)  # let the other streams write too
             if self.transport is None:
                 return
@@ -320,23 +331,74 @@ class Connection(asyncio.Protocol):
             last = time.monotonic()
         finally:
             tally.in_flight -= 1
-            tally.add(arrival, first, last, sent)
+            tally.add(arrival, first, last, sent, rid)
             self.busy = False
         if self.buf:
             self.serve_buffered()
 
 
-async def sleep_until(t: float) -> None:
-    """Never before ``t`` on ``time.monotonic``: the loop's timers may fire early by what the loop's cached time
-    lags the clock (uvloop reads it once per turn, so a busy turn makes every timer armed in it early)."""
-    while (delay := t - time.monotonic()) > 0:
-        await asyncio.sleep(delay)
+class TimedAnswer:
+    """``timed`` mode: the first token ``ttft`` after the request's arrival (headers, role chunk and first token in
+    one write), then one every ``itl`` on an absolute schedule, each in its own write. Each write is a timer
+    callback of the loop, not a coroutine waking from a sleep: thousands of streams at once cost the stub a write
+    and a timer per token, so it stays on time where the client under test is measured (scripts/bench_agents.py)."""
+
+    __slots__ = (
+        *("arrival", "closing", "conn", "first", "first_t", "i", "itl"),
+        *("due", "loop", "n", "piece", "rid", "sent", "ttft"),
+    )
+
+    def __init__(self, conn: Connection, kind: str, usage: bool, arrival: float, rid: str) -> None:
+        config = conn.stub.config
+        opening, token, closing, done = conn.stub.events(kind, usage)
+        self.conn, self.arrival, self.rid = conn, arrival, rid
+        self.ttft, self.itl, self.n = config.ttft, config.itl, config.tokens
+        self.piece, self.closing = chunk(token), chunk(closing + done) + LAST_CHUNK
+        self.first = SSE_HEAD + b"\r\n" + chunk(opening + token)
+        self.i, self.sent, self.first_t, self.due = 0, 0, 0.0, 0.0
+        self.loop = asyncio.get_running_loop()
+
+    def start(self) -> None:
+        tally = self.conn.stub.tally
+        tally.in_flight += 1
+        tally.max_in_flight = max(tally.max_in_flight, tally.in_flight)
+        self._next()
+
+    def _next(self) -> None:
+        """Wait for token i's time (the loop's clock is time.monotonic plus a constant: asyncio's and uvloop's)."""
+        self.due = self.arrival + self.ttft + self.i * self.itl
+        self.loop.call_at(self.loop.time() + self.due - time.monotonic(), self._write)
+
+    def _write(self) -> None:
+        if time.monotonic() < self.due:  # a timer fires early by what the loop's cached time lags the clock (uvloop
+            self.loop.call_at(self.loop.time() + self.due - time.monotonic(), self._write)  # reads it once per turn)
+            return
+        transport = self.conn.transport
+        if transport is None:
+            return self._end(0.0)
+        if self.i == 0:
+            transport.write(self.first)
+            self.first_t = time.monotonic()
+        else:
+            transport.write(self.piece)
+        self.sent += 1
+        self.i += 1
+        if self.i < self.n:
+            return self._next()
+        transport.write(self.closing)
+        self._end(time.monotonic())
+
+    def _end(self, last: float) -> None:
+        tally = self.conn.stub.tally
+        tally.in_flight -= 1
+        tally.add(self.arrival, self.first_t, last or self.first_t, self.sent, self.rid)
+        self.conn.answered()
 
 
 async def serve(config: Config, port: int, exit_with_stdin: bool) -> None:
     loop = asyncio.get_running_loop()
     stub = Stub(config)
-    server = await loop.create_server(lambda: Connection(stub), "127.0.0.1", port, backlog=1024)
+    server = await loop.create_server(lambda: Connection(stub), "127.0.0.1", port, backlog=8192)
     print(READY + str(server.sockets[0].getsockname()[1]), flush=True)
     stop: asyncio.Future[None] = loop.create_future()
     if exit_with_stdin:

@@ -200,6 +200,15 @@ CONCURRENCY = [
         "extra on every node. docs/scale-out.md.",
     ),
     click.option(
+        "--source-address",
+        "source_addresses",
+        metavar="ADDR",
+        multiple=True,
+        help="A local address the connections leave from (repeatable: the sessions are dealt over them), when one "
+        "address has too few ports for them (about 28,000 each): e.g. 127.0.0.2 and 127.0.0.3 for a host on "
+        "127.0.0.1. A run that would run out is refused and says how many to give.",
+    ),
+    click.option(
         "--ray-listen",
         metavar="HOST[:PORT]",
         help="With --ray: where the actors connect back to this process (default: this node's IP as Ray knows it, "
@@ -222,6 +231,13 @@ STOP = [
 
 # How the sessions behave, whatever the level and the stop: the part of LOAD a study shares with a run.
 PACE = [
+    click.option(
+        "--ramp-up",
+        default="auto",
+        show_default=True,
+        help="Spread the sessions' first calls over this long (e.g. 10, 30s; 0: all at once): session k of N starts "
+        "k/N of it after the start. auto: at once up to 256 sessions, else 2 ms apart (at most 30 s in all).",
+    ),
     click.option(
         "--tool-time", default="recorded", show_default=True, help="Tool pauses: recorded | scale:X | fixed:S | none."
     ),
@@ -417,6 +433,7 @@ def _seconds(opts: dict[str, Any], name: str) -> float | None:
 # What a command without the run's stop, windows, thresholds or soak options stands for (a study's levels).
 RUN_ONLY_DEFAULTS: dict[str, Any] = {
     "concurrency": 1,
+    "source_addresses": (),
     "duration": None,
     "tasks": None,
     "warmup": None,
@@ -517,6 +534,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         drain_timeout_s=_seconds(opts, "drain_timeout") or 0.0,
         retry=retry,
         on_error=opts["on_error"],
+        ramp_up_s=None if opts.get("ramp_up", "auto") == "auto" else _seconds(opts, "ramp_up"),
     )
     spec = RunSpec(
         trajectories=list(trajectories),
@@ -531,6 +549,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         workers=opts.get("workers") or (0 if opts.get("ray") else 1),
         ray=opts.get("ray"),
         ray_listen=opts.get("ray_listen"),
+        source_addresses=list(opts.get("source_addresses") or ()),
         prometheus=opts.get("prometheus"),
         scrape_metrics=opts.get("scrape_metrics"),
         baseline=opts.get("baseline"),

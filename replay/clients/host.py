@@ -34,6 +34,7 @@ class HostConfig:
     follow_redirects: bool = False  # --follow-redirects: within the origin only (never with the key elsewhere)
     resend_stale: bool = True  # a call on a kept-alive connection the host had closed is sent again, once (not
     # with --retries 0: no call is ever sent twice then)
+    source_addresses: tuple[str, ...] = ()  # local addresses the connections leave from, lanes dealt over them
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -54,6 +55,7 @@ class HostConfig:
             "connection": self.connection,
             "follow_redirects": self.follow_redirects,
             "resend_stale": self.resend_stale,
+            **({"source_addresses": list(self.source_addresses)} if self.source_addresses else {}),
         }
 
 

@@ -88,7 +88,9 @@ class Transport:
     def __init__(self, host: HostConfig) -> None:
         self.host = host
         self._timeout = aiohttp.ClientTimeout(total=host.request_timeout_s, sock_read=host.stall_timeout_s)
-        self.http: aiohttp.ClientSession | None = None
+        self.http: aiohttp.ClientSession | None = None  # the first pool (the only one without source addresses)
+        self.pools: list[aiohttp.ClientSession] = []  # one per source address (--source-address)
+        self._lanes: dict[int, int] = {}
         # While aiohttp's feed_data hook captures every body byte with its arrival time, a stream is read by waiting
         # for its end (one wake-up per call); after a capture misses bytes, piece by piece.
         wire_stamps.install()
@@ -96,38 +98,57 @@ class Transport:
 
     async def __aenter__(self) -> Transport:
         per_request = self.host.connection == "per-request"  # a new connection for every call, closed after it
-        connector = aiohttp.TCPConnector(limit=0, force_close=per_request, enable_cleanup_closed=True)
-        self.http = aiohttp.ClientSession(
-            connector=connector,
-            headers={"Accept-Encoding": "identity"},  # a body compressed anyway is decoded after (encodings.py)
-            auto_decompress=False,
-            trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
-        )
+        sources: tuple[str | None, ...] = self.host.source_addresses or (None,)
+        self.pools = [
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=0,
+                    force_close=per_request,
+                    enable_cleanup_closed=True,
+                    local_addr=(source, 0) if source else None,  # --source-address
+                ),
+                headers={"Accept-Encoding": "identity"},  # a body compressed anyway is decoded after (encodings.py)
+                auto_decompress=False,
+                trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
+            )
+            for source in sources
+        ]
+        self.http = self.pools[0]
         return self
 
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        if self.http is not None:
-            await self.http.close()
-            self.http = None
+        for pool in self.pools:
+            await pool.close()
+        self.pools = []
+        self.http = None
+
+    def _pool(self, lane: int) -> aiohttp.ClientSession:
+        """The connection pool of ``lane``'s calls: with several source addresses, lanes are dealt over them in the
+        order this process first sees them (a worker's lanes are every N-th of the run's: dealt by number, they
+        could all land on one address)."""
+        if len(self.pools) == 1:
+            return self.pools[0]
+        index = self._lanes.setdefault(lane, len(self._lanes) % len(self.pools))
+        return self.pools[index]
 
     async def warm(self, url: str, headers: dict[str, str], connections: int) -> None:
         """Open ``connections`` pooled connections before the run (one per session), so no call's TTFT pays for a
         TCP handshake. A host that refuses or lacks ``url`` only loses the warm-up. With ``--connection
         per-request`` nothing is kept, so nothing is warmed."""
-        http = self.http
-        assert http is not None
+        assert self.http is not None
         if self.host.connection == "per-request":
             return
 
-        async def one() -> None:
+        async def one(pool: aiohttp.ClientSession) -> None:
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with http.get(
+                async with pool.get(
                     url, headers=headers, timeout=aiohttp.ClientTimeout(total=10), allow_redirects=False
                 ) as r:  # (its auth stays with its origin)
                     await r.content.read(ERROR_BODY_LIMIT)
                     wire_stamps.forget(r.content)
 
-        await asyncio.gather(*(one() for _ in range(connections)))
+        pools = self.pools
+        await asyncio.gather(*(one(pools[i % len(pools)]) for i in range(connections)))
 
     async def post(
         self, url: str, body: Body | bytes, headers: dict[str, str], rec: RequestRecord, got: Received
@@ -204,7 +225,7 @@ class Transport:
         seen: _Seen,
     ) -> None:
         """One request and its answer, as the watchdog runs it."""
-        async with self.http.post(  # type: ignore[union-attr]
+        async with self._pool(rec.session).post(
             url,
             data=BodyPayload(body) if isinstance(body, Body) else body,
             headers=headers,

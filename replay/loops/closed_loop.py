@@ -12,6 +12,7 @@ other lanes finish the tasks they hold (the drain).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -63,6 +64,10 @@ class ClosedLoop(LoadModel):
 
     async def _lane(self, run: LoopRun, slot: int) -> None:
         try:
+            ramp = run.load.ramp_up(run.plan.sessions)
+            if ramp and slot:  # lane k of N starts k/N of the ramp-up after the start (or at the stop)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.stop.wait(), run.t0 + ramp * slot / run.plan.sessions - now())
             while not run.stop.is_set():
                 index = await self.take(run)
                 if index is None:
@@ -105,6 +110,8 @@ class ClosedLoop(LoadModel):
             out["window"] = "whole"  # the figures cover every call of the tasks (docs/metrics.md)
         if run.lanes is not None:
             out["lanes"] = run.lanes.footer()
+        if ramp := run.load.ramp_up(run.plan.sessions):
+            out["ramp_up_s"] = ramp
         return out
 
 

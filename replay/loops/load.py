@@ -18,6 +18,9 @@ from replay.sessions.retry import RetryPolicy
 from replay.sessions.tool_time import ToolTimePolicy
 from replay.workload.trajectory import Trajectory
 
+# --ramp-up auto: up to RAMP_FREE sessions start at once; more start RAMP_PER_SESSION_S apart, over RAMP_MAX_S at most
+RAMP_FREE, RAMP_PER_SESSION_S, RAMP_MAX_S = 256, 0.002, 30.0
+
 
 @dataclass(frozen=True, slots=True)
 class LoadConfig:
@@ -38,6 +41,13 @@ class LoadConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     on_error: str = "continue"  # continue | end-task | abort
     lanes: LaneConfig | None = None  # start points, warm-up, idle caps, background subagents (sessions/lanes.py)
+    ramp_up_s: float | None = None  # lane k of N starts k/N of this after the start; None: auto (ramp_up)
+
+    def ramp_up(self, sessions: int) -> float:
+        """Over how long the ``sessions`` lanes' first calls are spread (``--ramp-up``; 0: all at once)."""
+        if self.ramp_up_s is not None:
+            return self.ramp_up_s
+        return 0.0 if sessions <= RAMP_FREE else min(sessions * RAMP_PER_SESSION_S, RAMP_MAX_S)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -53,6 +63,7 @@ class LoadConfig:
             "retry": self.retry.public(),
             "on_error": self.on_error,
             "lanes": self.lanes.public() if self.lanes else None,
+            "ramp_up_s": self.ramp_up_s if self.ramp_up_s is not None else "auto",
         }
 
 

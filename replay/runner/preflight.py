@@ -110,22 +110,3 @@ def check_workers(spec: Any) -> None:
             raise RunError(f"{sharded}: {name} runs in one process; leave {sharded.split()[0]} out")
     if spec.ray and importlib.util.find_spec("ray") is None:  # before a byte is written
         raise RunError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'")
-
-
-def ensure_open_files(concurrency: int) -> None:
-    """Raise the soft open-file limit to cover the sessions' connections (2 per session, and room for files), or
-    say before the run why it cannot: 256 sessions under a limit of 128 would otherwise fail thousands of calls."""
-    import resource
-
-    need = 2 * concurrency + 64
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= need:
-        return
-    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < need:
-        raise RunError(
-            f"--concurrency {concurrency} needs about {need} open files, and this process may open only {soft} (hard"
-            f" limit {hard}): raise it (ulimit -n {need}) or lower --concurrency"
-        )

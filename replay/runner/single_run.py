@@ -15,6 +15,7 @@ from replay import event_loop
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import CONNECTIONS, HostConfig
+from replay.clients.limits import LimitError, check_ports, check_source_addresses, ensure_open_files
 from replay.clients.transport import Transport
 from replay.hosts.hardware import sim_profile_of
 from replay.hosts.resolve import HostError, ResolvedHost, rate_card_option, resolve
@@ -35,7 +36,6 @@ from replay.runner.preflight import (
     check_out,
     check_prometheus,
     check_workers,
-    ensure_open_files,
     footer_on_signals,
     signals_held,
 )
@@ -129,6 +129,12 @@ def check_spec(spec: RunSpec) -> RunSpec:
         check_prometheus(spec.prometheus)
     check_out(Path(spec.out) if spec.out else default_out_path(), "--resume" if spec.resume else "--out")
     check_workers(spec)
+    try:
+        check_source_addresses(spec.source_addresses)
+        if not spec.ray:  # a Ray run's connections leave from the cluster's nodes, each checked by its workers
+            check_ports(max(spec.load.concurrency, spec.max_live or 0), spec.source_addresses)
+    except LimitError as exc:
+        raise RunError(str(exc)) from None
     if not spec.host:
         from replay.runner.sim_options import check_sim_options
 
@@ -171,7 +177,10 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     spec = check_spec(spec)  # the host resolved here, once (a spec the caller checked already is used as it is)
     resolved = spec.endpoint.resolved
     assert resolved is not None
-    ensure_open_files(max(spec.load.concurrency, spec.max_live or 0))
+    try:
+        ensure_open_files(max(spec.load.concurrency, spec.max_live or 0))
+    except LimitError as exc:
+        raise RunError(str(exc)) from None
     out = Path(spec.out) if spec.out else default_out_path()
     try:
         previous = read_previous(out) if spec.resume else None

@@ -24,6 +24,7 @@ from replay import event_loop
 from replay.clients.client import make_client
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
+from replay.clients.limits import LimitError, ensure_open_files
 from replay.clients.transport import Transport
 from replay.loops.closed_loop import ShardLoop
 from replay.loops.live import LiveState
@@ -181,11 +182,14 @@ async def _work(job: WorkerJob, sock: socket.socket) -> None:
     writer = PipeWriter(outbox, job.index)
     shard = PipeShard(job, writer)
     try:
+        ensure_open_files(len(job.lanes), "its process")  # a remote node's limit is its own
         factory = lambda transport: make_client(job.host, job.options, transport)  # noqa: E731
         footer = await run_loop(job.workload, factory, Transport(job.host), job.load, ShardLoop(shard), writer,
                                 progress=False)  # fmt: skip
         message: tuple[Any, ...] = ("footer", {**footer, "worker": job.index, "requests": writer.requests,
                                                "tasks": writer.tasks})  # fmt: skip
+    except LimitError as exc:
+        message = ("error", f"worker {job.index} on {socket.gethostname()}: {exc}")
     except (Exception, asyncio.CancelledError):
         message = ("error", f"worker {job.index}: {traceback.format_exc(limit=8)}")
     outbox.put(message)

@@ -313,6 +313,8 @@ class _Parent:
             out["signal"] = self.asked.signal
         if self.whole:
             out["window"] = "whole"
+        if ramp := self.plan.load.ramp_up(self.slots):
+            out["ramp_up_s"] = ramp
         out["workers"] = [{"worker": w.index, "lanes": len(w.lanes), "stop_reason": (w.footer or {}).get("stop_reason"),
                            "requests": (w.footer or {}).get("requests"), "tasks": (w.footer or {}).get("tasks"),
                            **w.info} for w in self.workers]  # fmt: skip
