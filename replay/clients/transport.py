@@ -117,8 +117,9 @@ class Transport:
         return self
 
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        for pool in self.pools:
-            await pool.close()
+        for pool in [self.http, *self.pools[1:]]:  # (``http`` may have been swapped for another session)
+            if pool is not None:
+                await pool.close()
         self.pools = []
         self.http = None
 
@@ -126,8 +127,9 @@ class Transport:
         """The connection pool of ``lane``'s calls: with several source addresses, lanes are dealt over them in the
         order this process first sees them (a worker's lanes are every N-th of the run's: dealt by number, they
         could all land on one address)."""
-        if len(self.pools) == 1:
-            return self.pools[0]
+        if len(self.pools) <= 1:
+            assert self.http is not None
+            return self.http
         index = self._lanes.setdefault(lane, len(self._lanes) % len(self.pools))
         return self.pools[index]
 
