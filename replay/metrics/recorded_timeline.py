@@ -89,6 +89,7 @@ def drift_summary(rows: list[TaskDrift], policy: str | None, notes: list[str]) -
     notes = list(notes)
     if not rows:
         return _empty(notes or ["no complete task has a recorded latency on every turn"], policy)
+    rows = sorted(rows, key=lambda r: (r.task, r.trajectory))  # one order whichever way the tasks came (workers)
     if policy not in (None, "recorded"):
         notes.append(f"tool time policy {policy}: the tool drift is the policy's, not the replay's")
     with_subagents = sum(r.subagents for r in rows)

@@ -27,7 +27,7 @@ WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
 class StreamSummary:
     """Feed phases, requests, tasks and client samples in file order; ``summary`` at any point."""
 
-    def __init__(self, keep_tasks: bool = False, recorded: Any = None) -> None:
+    def __init__(self, keep_tasks: bool = False, recorded: Any = None, ship_tasks: bool = False) -> None:
         self.phases: dict[str, float] = {}  # the current segment's marks (a resumed run has several segments)
         self.done: list[Window] = []  # the windows of the segments before the current one
         self.first_phases: dict[str, float] | None = None
@@ -41,6 +41,8 @@ class StreamSummary:
         self.marks: list[dict[str, Any]] = []  # window and segment records, in file order (few)
         self.first_sent: float | None = None
         self.last_done: float | None = None
+        self.ship_tasks = ship_tasks  # a sharded run's worker: its task records go to the parent with its part
+        self.shipped: list[TaskRecord] = []
 
     def header(self, header: dict[str, Any]) -> None:
         """The run's header, before any request: its rate card prices each request as it comes."""
@@ -86,6 +88,9 @@ class StreamSummary:
 
     def task(self, t: TaskRecord) -> None:
         self.acc.add_task(t)
+        if self.ship_tasks:
+            self.shipped.append(t)
+            return
         self.timeline.task(t)
         if self.keep_tasks:
             self.tasks.append(t)
@@ -98,6 +103,34 @@ class StreamSummary:
         phases = self.first_phases if self.first_phases is not None else self.phases
         return RunData(header=header, requests=[], tasks=self.tasks, phases=phases, client=self.client,
                        footer=footer, marks=self.marks, later_phases=self.later_phases)  # fmt: skip
+
+    # --- a sharded run: each worker summarises its own records, the parent merges (replay.scale.collect) --------
+    def take_part(self) -> tuple[Accumulator, Accumulator, float | None, float | None, list[TaskRecord]]:
+        """What was added since the last take (the run's accumulators of those records, their first send and last
+        end, and the task records, which the parent sets beside their recording), this summary starting afresh: a
+        worker ships it to the parent, which ``merge_part``s it."""
+        part = (self.acc, self.early, self.first_sent, self.last_done, self.shipped)
+        self.shipped = []
+        card, origin = self.acc.host.card, self.acc.recipe.origin
+        self.acc, self.early = Accumulator(card), Accumulator(card)
+        self.acc.recipe.origin = origin
+        self.first_sent = self.last_done = None
+        return part
+
+    def merge_part(self, part: tuple[Accumulator, Accumulator, float | None, float | None, list[TaskRecord]]) -> None:
+        """Another summary's records added in: the same figures as if each of them had been ``request``ed here
+        (the accumulators merge exactly; the worker placed each record by the marks this one had by its end)."""
+        acc, early, first_sent, last_done, tasks = part
+        for t in tasks:  # their counts are in ``acc``; the recorded timeline and the kept tasks are this side's
+            self.timeline.task(t)
+            if self.keep_tasks:
+                self.tasks.append(t)
+        self.acc.merge(acc)
+        self.early.merge(early)
+        if first_sent is not None:
+            self.first_sent = first_sent if self.first_sent is None else min(self.first_sent, first_sent)
+        if last_done is not None:
+            self.last_done = last_done if self.last_done is None else max(self.last_done, last_done)
 
     def summary(self, header: dict[str, Any], footer: dict[str, Any] | None = None) -> Summary:
         win = joined([*self.done, self._window()])

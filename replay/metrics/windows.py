@@ -73,6 +73,19 @@ class WindowRecorder:
     def sample(self, _: Any) -> None:
         pass
 
+    # --- a sharded run: each worker fills its own, the parent merges them into the open window -------------------
+    def take_part(self) -> tuple[Accumulator, Accumulator]:
+        """The window accumulators of the records added since the last take; these start afresh."""
+        part = (self.steady, self.other)
+        self._new()
+        return part
+
+    def merge_part(self, part: tuple[Accumulator, Accumulator]) -> None:
+        """A worker's records into the open window, as if each had completed now (their tokens keep the windows
+        they fell in, as late tokens do)."""
+        self.steady.merge(part[0])
+        self.other.merge(part[1])
+
     # --- closing -----------------------------------------------------------------------------------------------
     def due(self) -> float:
         """When the open window ends."""
@@ -210,3 +223,12 @@ class Tee:
         for s in self.sinks:
             if hasattr(s, "mark"):
                 s.mark(record)
+
+    def take_part(self) -> list[Any]:
+        """Each sink's part (``take_part``), in order: what a worker of a sharded run ships to its parent."""
+        return [s.take_part() for s in self.sinks]
+
+    def merge_part(self, parts: list[Any]) -> None:
+        """A worker's parts, each into the sink it came from (the worker's Tee mirrors this one: ``kinds``)."""
+        for sink, part in zip(self.sinks, parts, strict=True):
+            sink.merge_part(part)

@@ -13,7 +13,9 @@ anchor maps them to wall-clock time.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +138,20 @@ class RunData:
     later_phases: list[dict[str, float]] = field(default_factory=list)
 
 
+SYNC_EVERY = 256  # records between two fsyncs of the run file
+
+
+def encode_record(kind: bytes, rec: Any) -> bytes:
+    """A record dataclass as its run-file line (no newline): orjson serialises its fields in order, ``type`` first;
+    70x cheaper than ``dataclasses.asdict``, which deep-copies every list (2 ms for a 500-token answer's reads)."""
+    return b'{"type":"' + kind + b'",' + orjson.dumps(rec)[1:]
+
+
+def _fsync(fd: int) -> None:
+    with contextlib.suppress(OSError):  # closed meanwhile: close() synced it
+        os.fsync(fd)
+
+
 def clock_anchor() -> dict[str, float]:
     """Pairs the run's clock (``perf_counter``, or a virtual clock's time) with wall time so records can be placed
     on a calendar."""
@@ -189,6 +205,7 @@ class RunWriter:
             raise RunFileError(f"{self.path}: {exc.strerror or exc}") from None
         self._since_sync = 0
         self._expected = os.fstat(self._file.fileno()).st_size if not self._file.closed else 0  # bytes it must hold
+        self._syncing: threading.Thread | None = None
         self.sink = sink
         self.header_data: dict[str, Any] = {}
         self.footer_data: dict[str, Any] | None = None
@@ -208,31 +225,56 @@ class RunWriter:
         return True
 
     def _record(self, kind: bytes, rec: Any) -> None:
-        """A record dataclass as orjson serialises it (its fields in order), ``type`` first: 70x cheaper than
-        ``dataclasses.asdict``, which deep-copies every list (2 ms for a 500-token answer's reads)."""
-        self._line(b'{"type":"' + kind + b'",' + orjson.dumps(rec)[1:])
+        self._line(encode_record(kind, rec))
 
     def _line(self, line: bytes, always: bool = False) -> None:
         if self.failed is not None and not always:
             raise RunFileError(self.failed)
         if self._scrub is not None:
             line = self._scrub.line(line)
+        self._write_bytes(line + b"\n", 1)
+
+    def lines(self, lines: list[bytes], requests: int, tasks: int) -> None:
+        """Record lines encoded elsewhere (``encode_record``: a sharded run's workers encode their own), ``requests``
+        and ``tasks`` of them: scrubbed, written and flushed at once. The sink is not fed: the workers summarise
+        their records and the parent merges their parts (``replay.scale.collect``)."""
+        if self.failed is not None:
+            raise RunFileError(self.failed)
+        data = b"\n".join(lines) + b"\n"
+        if self._scrub is not None:
+            data = self._scrub.line(data)
+        self._write_bytes(data, len(lines))
+        self.requests += requests
+        self.tasks += tasks
+
+    def _write_bytes(self, data: bytes, lines: int) -> None:
         try:
-            self._file.write(line + b"\n")
-            self._expected += len(line) + 1
+            self._file.write(data)
+            self._expected += len(data)
             self._file.flush()
-            self._since_sync += 1
-            if self._since_sync >= 256:  # bound what a power cut could take; flush() already covers crashes
-                self.sync()
+            self._since_sync += lines
+            if self._since_sync >= SYNC_EVERY:  # bound what a power cut could take; flush() already covers crashes
+                self._sync_soon()
         except (OSError, ValueError) as exc:  # ValueError: the file was closed under the writer
             self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
             raise RunFileError(self.failed) from None
+
+    def _sync_soon(self) -> None:
+        """fsync in a thread: it takes 20 to 170 ms on this project's VM, which the event loop that writes the
+        records (every stream's stamps, or a sharded run's collector) must not wait for. One at a time; ``close``
+        and ``mark`` still sync before they return."""
+        self._since_sync = 0
+        if self._syncing is None or not self._syncing.is_alive():
+            self._syncing = threading.Thread(target=_fsync, args=(self._file.fileno(),), daemon=True)
+            self._syncing.start()
 
     def scrub_text(self, text: str) -> str:
         """``text`` without this run's secrets (a worker's error, before it is shown)."""
         return self._scrub.text(text) if self._scrub is not None else text
 
     def sync(self) -> None:
+        if self._syncing is not None:
+            self._syncing.join()
         self._since_sync = 0
         os.fsync(self._file.fileno())  # (an OSError here is the caller's: ``_line`` names it)
 
@@ -313,7 +355,7 @@ class RunWriter:
         if not self._file.closed:
             try:
                 self._file.flush()
-                os.fsync(self._file.fileno())
+                self.sync()
             except (OSError, ValueError) as exc:
                 self.failed = self.failed or f"the run file could not be written: {self.path}: {_why(exc)}"
             finally:

@@ -47,7 +47,8 @@ REQUEST_TIMES = _times(RequestRecord)
 TASK_TIMES = _times(TaskRecord)
 
 
-def _shift(rec: Any, names: tuple[str, ...], offset: float) -> Any:
+def shift(rec: Any, names: tuple[str, ...], offset: float) -> Any:
+    """``rec`` with each of its ``names`` stamps moved by ``offset`` (in place)."""
     for name in names:
         value = getattr(rec, name)
         if value is not None:
@@ -59,9 +60,9 @@ def shift_message(message: tuple[Any, ...], offset: float) -> tuple[Any, ...]:
     """A worker's message with every stamp in the parent's clock (records, client samples, live pauses)."""
     kind = message[0]
     if kind == "request":
-        return (kind, _shift(message[1], REQUEST_TIMES, offset))
+        return (kind, shift(message[1], REQUEST_TIMES, offset))
     if kind == "task":
-        return (kind, _shift(message[1], TASK_TIMES, offset))
+        return (kind, shift(message[1], TASK_TIMES, offset))
     if kind == "client":
         return (kind, {**message[1], "t": message[1]["t"] + offset})
     if kind == "live":

@@ -40,9 +40,10 @@ from replay.loops.load import LoadConfig, RunPlan, run_nonce
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, run_checks
-from replay.records.run_file import RequestRecord, RunWriter
+from replay.records.run_file import RunWriter
+from replay.scale import collect
 from replay.scale.channel import Channel, as_socket, open_channel
-from replay.scale.clock_sync import shift_message
+from replay.scale.collect import Uncovered
 from replay.scale.worker_proc import WorkerJob
 from replay.workload.trajectory import Workload
 
@@ -99,25 +100,33 @@ class _Worker:
     offset: float = 0.0  # added to the worker's stamps: its clock to this one's (replay.scale.clock_sync)
     info: dict[str, Any] = field(default_factory=dict)
     ready: bool = False
-    in_flight: int = 0  # calls in flight, as it last said
     channel: Channel | None = None  # the link once the job is sent (replay.scale.channel)
+    uncovered: Uncovered = field(default_factory=Uncovered)  # its lines no part has summarised yet
+    live: dict[str, Any] = field(default_factory=dict)  # its live state as it last said
     gone: bool = False
     footer: dict[str, Any] | None = None
 
 
 class _Marks(PhaseMarks):
-    """The run's phase decisions, made here from every worker's records by the single-process rules."""
+    """The run's phase decisions, made here from every worker's records by the single-process rules; each mark goes
+    to every worker as it is made (they place their records by them: ``replay.scale.collect``)."""
 
-    def __init__(self, writer: RunWriter, slots: int, auto: bool) -> None:
+    def __init__(self, writer: RunWriter, slots: int, auto: bool, tell: Callable[[tuple[Any, ...]], None]) -> None:
         super().__init__(writer)
-        self.slots = slots
+        self.slots, self.tell = slots, tell
         self.auto = auto  # the window opens when every lane's first call is back
         self.stopping = False  # the stop was passed to the workers: no new work
         self.first_call_done: set[int] = set()
 
-    def request(self, rec: RequestRecord) -> None:
-        if rec.session not in self.first_call_done:
-            self.first_call_done.add(rec.session)
+    def mark(self, name: str, t: float | None = None) -> None:
+        t = perf_counter() if t is None else t
+        super().mark(name, t)
+        self.tell(("phase", name, t))
+
+    def first(self, lane: int) -> None:
+        """Lane ``lane``'s first call is back."""
+        if lane not in self.first_call_done:
+            self.first_call_done.add(lane)
             if self.auto and len(self.first_call_done) == self.slots and not self.stopping:
                 self.mark("steady_start")
 
@@ -130,7 +139,7 @@ class _Parent:
         self.plan, self.writer, self.live = plan, writer, live
         run = RunPlan.of(load, len(plan.workload.tasks))  # the single-process loop's plan (no lanes: refused here)
         self.task_limit, self.slots, self.whole = run.task_limit, run.sessions, run.whole
-        self.marks = _Marks(writer, self.slots, auto=run.auto_window)
+        self.marks = _Marks(writer, self.slots, run.auto_window, self.broadcast)
         self.asked = RunStop(load.drain_timeout_s)
         self.salt = run_nonce(load)
         self.started = 0
@@ -149,8 +158,9 @@ class _Parent:
             started = await asyncio.to_thread(launch, len(shards), {name: key} if key else {})
             self.workers += [_Worker(i, s.proc, s.conn, lanes, s.offset, s.info)
                              for i, (s, lanes) in enumerate(zip(started, shards, strict=True))]  # fmt: skip
+        sinks, header = collect.plan(self.writer.sink), self.writer.header_data
         jobs = [WorkerJob(w.index, w.lanes, self.salt, self.plan.workload, self.plan.host, self.plan.options,
-                          self.plan.load) for w in self.workers]  # fmt: skip
+                          self.plan.load, sinks, header, w.offset) for w in self.workers]  # fmt: skip
         sent = await asyncio.gather(*(asyncio.to_thread(w.conn.send, job) for w, job in zip(self.workers, jobs,
                                       strict=True)), return_exceptions=True)  # fmt: skip
         for w, result in zip(self.workers, sent, strict=True):
@@ -183,12 +193,40 @@ class _Parent:
 
     # ------------------------------------------------------------------------------------------- messages
     def _frame(self, w: _Worker, messages: list[tuple[Any, ...]]) -> None:
+        """A worker's batch: its record lines written at once, the rest handled in order, the parent's clock back.
+        The parent is the run file's only writer: when the file or the summary fails here, the run stops, named."""
+        try:
+            self._take_frame(w, messages)
+        except Exception as exc:
+            if self.error is None:
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.asked.ask("worker failed", 0.0)
+            self.changed.set()
+            return
+        if w.channel is not None:
+            w.channel.send([("clock", perf_counter())])
+
+    def _take_frame(self, w: _Worker, messages: list[tuple[Any, ...]]) -> None:
+        lines: list[bytes] = []
+        requests = 0
         for message in messages:
-            self._message(w, message)
+            if message[0] == "line":
+                lines.append(message[2])
+                requests += message[1]
+                w.uncovered.add(message[1], message[2])
+            else:
+                if lines:  # what came before it is on disk first (a part covers written lines only)
+                    self.writer.lines(lines, requests, len(lines) - requests)
+                    lines, requests = [], 0
+                self._message(w, message)
+        if lines:
+            self.writer.lines(lines, requests, len(lines) - requests)
 
     def _lost(self, w: _Worker) -> None:
-        """A worker's link closed: after its footer, the end of its run; before it, the worker failed."""
+        """A worker's link closed: after its footer, the end of its run; before it, the worker failed. Its records
+        that reached the file but no part are summarised here, from their lines."""
         w.gone = True
+        w.uncovered.summarise(self.writer.sink)
         if w.footer is None and self.error is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.proc.wait(timeout=2.0)  # its socket closed as it died: its exit status follows at once
@@ -198,25 +236,13 @@ class _Parent:
         self.changed.set()
 
     def _message(self, w: _Worker, message: tuple[Any, ...]) -> None:
-        try:
-            self._take_message(w, message)
-        except Exception as exc:  # the run file or the summary failed here, the only writer: the run stops, named
-            if self.error is None:
-                self.error = f"{type(exc).__name__}: {exc}"
-                self.asked.ask("worker failed", 0.0)
-            self.changed.set()
-
-    def _take_message(self, w: _Worker, message: tuple[Any, ...]) -> None:
-        if w.offset:
-            message = shift_message(message, w.offset)
         kind = message[0]
-        if kind == "request":
-            self.writer.request(message[1])
-            self.live.request(message[1])
-            self.marks.request(message[1])
-        elif kind == "task":
-            self.writer.task(message[1])
-            self.live.task(message[1])
+        if kind == "first":
+            self.marks.first(message[1])
+        elif kind == "part":
+            if message[2] is not None and self.writer.sink is not None:
+                self.writer.sink.merge_part(message[2])
+            w.uncovered.cover(message[1])
         elif kind == "client":
             self.writer.client(message[1])
         elif kind == "live":
@@ -236,15 +262,8 @@ class _Parent:
             self.changed.set()
 
     def _live(self, w: _Worker, state: dict[str, Any]) -> None:
-        """A worker's lanes as its live view saw them, merged into the run's (its lanes are its own keys)."""
-        live, mine = self.live, set(w.lanes)
-        live.in_flight += state["in_flight"] - w.in_flight
-        w.in_flight = state["in_flight"]
-        for name in ("pauses", "paused_at", "left"):
-            table = getattr(live, name)
-            for lane in [k for k in table if k in mine]:
-                del table[lane]
-            table.update(state[name])
+        collect.merge_live(self.live, w.live, state, set(w.lanes))
+        w.live = state
 
     def _take(self) -> int | None:
         """The next task of the run's seeded order, as the single-process loop takes them."""
