@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import socket
@@ -168,8 +169,8 @@ class _Parent:
                 w.gone = True
                 self.error = self.error or f"worker {w.index} exited (code {w.proc.poll()}) before it read its job"
                 continue
-            sock = as_socket(w.conn)
-            w.channel = await open_channel(sock, lambda frame, w=w: self._frame(w, frame), lambda w=w: self._lost(w))
+            w.channel = await open_channel(as_socket(w.conn), functools.partial(self._frame, w),
+                                           functools.partial(self._lost, w))  # fmt: skip
 
     def close(self) -> None:
         """No worker outlives this: closed links tell them to cut and go; those that do not are killed."""
