@@ -144,8 +144,10 @@ class Outbox:
     """A worker's messages to the parent in batches: what waits for an answer (a task, the start) or ends the run
     goes at once with everything before it; records wait up to ``BATCH_S`` for the others of their batch."""
 
-    def __init__(self, channel: Channel, batch_s: float = BATCH_S, batch_max: int = BATCH_MAX) -> None:
+    def __init__(self, channel: Channel, batch_s: float = BATCH_S, batch_max: int = BATCH_MAX,
+                 tail: Callable[[], Any] | None = None) -> None:  # fmt: skip
         self.channel, self.batch_s, self.batch_max = channel, batch_s, batch_max
+        self.tail = tail  # a message each batch ends with (a worker's calls in flight)
         self.pending: list[Any] = []
         self._timer: asyncio.TimerHandle | None = None
         self._soon = False
@@ -172,5 +174,7 @@ class Outbox:
             self._timer = None
         if self.pending:
             batch, self.pending = self.pending, []
+            if self.tail is not None:
+                batch.append(self.tail())
             self.frames += 1
             self.channel.send(batch)

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import logging
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any
 
@@ -40,6 +42,16 @@ def _ray(address: str) -> Any:
     except ImportError:
         raise WorkerError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'") from None
     return ray
+
+
+def _driver_node(address: str) -> dict[str, str]:
+    """A head on another loopback address than 127.0.0.1 (a cluster of several nodes on one machine, each on its own
+    127.0.0.x): this driver joins that node, or Ray looks for one on the machine's own address."""
+    host = address.rpartition(":")[0].removeprefix("ray://")
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback and host != "127.0.0.1":
+            return {"_node_ip_address": host}
+    return {}
 
 
 class _Actor:
@@ -101,7 +113,8 @@ class RayCluster:
             raise WorkerError(f"--workers {count}: the Ray cluster has {cpus} CPUs, and each worker takes one")
         listener = WorkerListener(self.host, self.port)
         try:
-            actor = self.ray.remote(num_cpus=1, max_restarts=0)(RemoteWorker)
+            # one CPU each, spread over the nodes (a node lost takes as few of them as can be)
+            actor = self.ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(RemoteWorker)
             for index in range(count):
                 handle = actor.remote()
                 done = handle.run.remote(listener.host, listener.port, listener.authkey, index)
@@ -127,11 +140,16 @@ def _check(actors: list[_Actor]) -> None:
 def ray_cluster(address: str, listen: str | None = None) -> Iterator[RayCluster]:
     """Connected to the cluster at ``address`` (what ``ray.init`` takes: HOST:PORT, ``auto``, ``ray://...``)
     unless Ray already is; every actor killed and Ray disconnected on the way out."""
+    with contextlib.redirect_stdout(sys.stderr):  # Ray prints the cluster's news (a node died) to stdout: --json's
+        yield from _connected(address, listen)
+
+
+def _connected(address: str, listen: str | None) -> Iterator[RayCluster]:
     ray = _ray(address)
     ours = not ray.is_initialized()
     if ours:
         try:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, **_driver_node(address))
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise WorkerError(f"--ray {address}: {exc}") from None
     cluster = RayCluster(ray, listen)
@@ -154,6 +172,7 @@ async def run_on_ray(
 ) -> dict[str, Any]:
     """``run_workers`` with the workers on the cluster (``plan.workers`` 0: one per CPU of the cluster)."""
     with ray_cluster(address, listen) as cluster:
-        plan = dataclasses.replace(plan, workers=plan.workers or max(cluster.cpus(), 1), launcher=cluster.launch)
+        plan = dataclasses.replace(plan, workers=plan.workers or max(cluster.cpus(), 1), launcher=cluster.launch,
+                                   survive_loss=True)  # fmt: skip
         footer = await run_workers(plan, writer, progress, check, extra)
         return {**footer, "ray": {"address": address, "cpus": cluster.cpus()}}

@@ -30,13 +30,14 @@ def _skew_clock(index: int) -> None:
         time.perf_counter = lambda: real() + skew
 
 
-def run_remote(host: str, port: int, authkey: bytes, index: int) -> int:
-    """Connect, greet, sync the clock, take the environment, run the worker; 0 when it ran to its end."""
+def run_remote(host: str, port: int, authkey: bytes, index: int, node: str | None = None) -> int:
+    """Connect, greet, sync the clock, take the environment, run the worker; 0 when it ran to its end. ``node``: what
+    the run calls this worker's machine (a Ray node's address; default its host name)."""
     _skew_clock(index)
     import replay
 
     conn = Client((host, port), family="AF_INET", authkey=authkey)
-    conn.send(("hello", index, socket.gethostname(), replay.__version__, os.getpid()))
+    conn.send(("hello", index, node or socket.gethostname(), replay.__version__, os.getpid()))
     while True:
         message = conn.recv()
         if message[0] == "ping":
@@ -54,7 +55,9 @@ class RemoteWorker:
     """The body of a Ray actor (``ray.remote`` is applied where Ray is imported: ``replay.scale.ray_workers``)."""
 
     def run(self, host: str, port: int, authkey: bytes, index: int) -> int:
-        return run_remote(host, port, authkey, index)
+        import ray  # (in an actor: Ray is there) its node's address names it, several nodes may share a host name
+
+        return run_remote(host, port, authkey, index, ray.util.get_node_ip_address())
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ async def _work(job: WorkerJob, sock: socket.socket) -> None:
     channel: Channel = await open_channel(
         sock, lambda frame: shard.on_frame(frame) if shard else None, lambda: shard.parent_gone() if shard else None
     )
-    outbox = Outbox(channel)
+    outbox = Outbox(channel, tail=lambda: ("in_flight", shard.live.in_flight if shard and shard.live else 0))
     writer = PipeWriter(outbox, job)
     shard = PipeShard(job, writer)
     try:

@@ -38,13 +38,14 @@ from replay.clients.host import HostConfig
 from replay.errors import ReplayError
 from replay.loops.live import LiveState, print_progress
 from replay.loops.load import LoadConfig, RunPlan, run_nonce
-from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, run_checks
 from replay.records.run_file import RunWriter
 from replay.scale import collect
 from replay.scale.channel import Channel, as_socket, open_channel
 from replay.scale.collect import Uncovered
+from replay.scale.footer import nodes, worker_row
+from replay.scale.marks import RunMarks
 from replay.scale.worker_proc import WorkerJob
 from replay.workload.trajectory import Workload
 
@@ -70,6 +71,7 @@ class ShardedRun:
     load: LoadConfig
     workers: int
     launcher: Launcher | None = None  # None: local processes over socket pairs; else e.g. Ray actors over TCP
+    survive_loss: bool = False  # a worker lost (its node gone) is reported and the others go on (--ray), not a crash
 
 
 @dataclass(slots=True)
@@ -104,32 +106,11 @@ class _Worker:
     channel: Channel | None = None  # the link once the job is sent (replay.scale.channel)
     uncovered: Uncovered = field(default_factory=Uncovered)  # its lines no part has summarised yet
     live: dict[str, Any] = field(default_factory=dict)  # its live state as it last said
+    in_flight: int = 0  # its calls in flight, as its last batch said
+    requests: int = 0  # its request records written
+    lost_in_flight: int | None = None  # lost before its end: its calls in flight then
     gone: bool = False
     footer: dict[str, Any] | None = None
-
-
-class _Marks(PhaseMarks):
-    """The run's phase decisions, made here from every worker's records by the single-process rules; each mark goes
-    to every worker as it is made (they place their records by them: ``replay.scale.collect``)."""
-
-    def __init__(self, writer: RunWriter, slots: int, auto: bool, tell: Callable[[tuple[Any, ...]], None]) -> None:
-        super().__init__(writer)
-        self.slots, self.tell = slots, tell
-        self.auto = auto  # the window opens when every lane's first call is back
-        self.stopping = False  # the stop was passed to the workers: no new work
-        self.first_call_done: set[int] = set()
-
-    def mark(self, name: str, t: float | None = None) -> None:
-        t = perf_counter() if t is None else t
-        super().mark(name, t)
-        self.tell(("phase", name, t))
-
-    def first(self, lane: int) -> None:
-        """Lane ``lane``'s first call is back."""
-        if lane not in self.first_call_done:
-            self.first_call_done.add(lane)
-            if self.auto and len(self.first_call_done) == self.slots and not self.stopping:
-                self.mark("steady_start")
 
 
 class _Parent:
@@ -140,7 +121,7 @@ class _Parent:
         self.plan, self.writer, self.live = plan, writer, live
         run = RunPlan.of(load, len(plan.workload.tasks))  # the single-process loop's plan (no lanes: refused here)
         self.task_limit, self.slots, self.whole = run.task_limit, run.sessions, run.whole
-        self.marks = _Marks(writer, self.slots, run.auto_window, self.broadcast)
+        self.marks = RunMarks(writer, self.slots, run.auto_window, self.broadcast)
         self.asked = RunStop(load.drain_timeout_s)
         self.salt = run_nonce(load)
         self.started = 0
@@ -214,6 +195,7 @@ class _Parent:
             if message[0] == "line":
                 lines.append(message[2])
                 requests += message[1]
+                w.requests += message[1]
                 w.uncovered.add(message[1], message[2])
             else:
                 if lines:  # what came before it is on disk first (a part covers written lines only)
@@ -228,7 +210,11 @@ class _Parent:
         that reached the file but no part are summarised here, from their lines."""
         w.gone = True
         w.uncovered.summarise(self.writer.sink)
-        if w.footer is None and self.error is None:
+        if w.footer is None and self.plan.survive_loss and not all(x.gone for x in self.workers):
+            w.lost_in_flight = w.in_flight  # the others go on; its lanes wait for nobody's window
+            for lane in w.lanes:
+                self.marks.first(lane)
+        elif w.footer is None and self.error is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 w.proc.wait(timeout=2.0)  # its socket closed as it died: its exit status follows at once
             code = w.proc.poll()
@@ -238,7 +224,9 @@ class _Parent:
 
     def _message(self, w: _Worker, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == "first":
+        if kind == "in_flight":
+            w.in_flight = message[1]
+        elif kind == "first":
             self.marks.first(message[1])
         elif kind == "part":
             if message[2] is not None and self.writer.sink is not None:
@@ -335,9 +323,9 @@ class _Parent:
             out["window"] = "whole"
         if ramp := self.plan.load.ramp_up(self.slots):
             out["ramp_up_s"] = ramp
-        out["workers"] = [{"worker": w.index, "lanes": len(w.lanes), "stop_reason": (w.footer or {}).get("stop_reason"),
-                           "requests": (w.footer or {}).get("requests"), "tasks": (w.footer or {}).get("tasks"),
-                           **w.info} for w in self.workers]  # fmt: skip
+        out["workers"] = [worker_row(w) for w in self.workers]
+        if self.plan.launcher is not None:
+            out["nodes"] = nodes(self.workers)
         return out
 
 

@@ -1,0 +1,45 @@
+"""What a sharded run's footer says of its workers and, for workers that connected from elsewhere (``--ray``), of
+their nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+
+class Worker(Protocol):
+    """What the footer reads of a worker (``replay.scale.workers``)."""
+
+    index: int
+    lanes: tuple[int, ...]
+    info: dict[str, Any]  # node, clock offset and error (remote workers)
+    footer: dict[str, Any] | None
+    requests: int  # its request records written
+    lost_in_flight: int | None  # lost before its end: its calls in flight then
+
+
+def worker_row(w: Worker) -> dict[str, Any]:
+    """A worker's entry of the footer's ``workers``: its lanes, stop, calls and tasks as it said; when it was lost
+    (its node died), ``lost``, its calls then in flight and the request records it had written."""
+    said = w.footer or {}
+    row = {"worker": w.index, "lanes": len(w.lanes), "stop_reason": said.get("stop_reason"),
+           "requests": said.get("requests"), "tasks": said.get("tasks"), **w.info}  # fmt: skip
+    if w.lost_in_flight is not None:
+        row |= {"lost": True, "lost_in_flight": w.lost_in_flight, "requests_written": w.requests}
+    return row
+
+
+def nodes(workers: Sequence[Worker]) -> list[dict[str, Any]]:
+    """The footer's ``nodes``: per node (its address for Ray), its workers, the request records they wrote, and, for a
+    node lost mid-run, the calls it had in flight then (as its last batch said, at most 50 ms before: lost, never
+    written)."""
+    out: dict[str, dict[str, Any]] = {}
+    for w in workers:
+        node = out.setdefault(str(w.info.get("node", "?")), {"node": str(w.info.get("node", "?")), "workers": 0,
+                              "records": 0, "lost_in_flight": 0, "lost": False})  # fmt: skip
+        node["workers"] += 1
+        node["records"] += w.requests
+        if w.lost_in_flight is not None:
+            node["lost"] = True
+            node["lost_in_flight"] += w.lost_in_flight
+    return list(out.values())
