@@ -30,16 +30,18 @@ def worker_row(w: Worker) -> dict[str, Any]:
 
 
 def nodes(workers: Sequence[Worker]) -> list[dict[str, Any]]:
-    """The footer's ``nodes``: per node (its address for Ray), its workers, the request records they wrote, and, for a
-    node lost mid-run, the calls it had in flight then (as its last batch said, at most 50 ms before: lost, never
-    written)."""
+    """The footer's ``nodes``: per node (its address for Ray), its workers, the request records they wrote, and the
+    workers lost mid-run with the calls they had in flight then (as each one's last batch said, at most 50 ms before:
+    lost, never written); ``lost`` when every worker of the node was (the node itself, as far as the run can tell)."""
     out: dict[str, dict[str, Any]] = {}
     for w in workers:
-        node = out.setdefault(str(w.info.get("node", "?")), {"node": str(w.info.get("node", "?")), "workers": 0,
-                              "records": 0, "lost_in_flight": 0, "lost": False})  # fmt: skip
+        name = str(w.info.get("node", "?"))
+        node = out.setdefault(name, {"node": name, "workers": 0, "records": 0, "lost_in_flight": 0, "lost_workers": 0})
         node["workers"] += 1
         node["records"] += w.requests
         if w.lost_in_flight is not None:
-            node["lost"] = True
+            node["lost_workers"] += 1
             node["lost_in_flight"] += w.lost_in_flight
+    for node in out.values():
+        node["lost"] = node["lost_workers"] == node["workers"]
     return list(out.values())

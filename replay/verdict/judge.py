@@ -63,10 +63,11 @@ def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str |
     if tasks.get("session_errors"):
         n, first = tasks["session_errors"], tasks["session_error"]
         return f"the run could not complete: {n} session{'s' * (n != 1)} failed with an error ({first})"
-    lost = [n for n in footer.get("nodes") or [] if n.get("lost")]
-    if lost:  # a fleet run that lost nodes went on with the others: what it measured is not the load asked for
-        said = ", ".join(f"{n['node']} ({n['lost_in_flight']} calls in flight lost)" for n in lost)
-        return f"the run lost {len(lost)} node{'s' * (len(lost) != 1)} mid-run: {said}"
+    lost = [n for n in footer.get("nodes") or [] if n.get("lost_workers")]
+    if lost:  # a fleet run that lost workers went on with the others: what it measured is not the load asked for
+        said = [f"node {n['node']}" + ("" if n.get("lost") else f" ({n['lost_workers']} of its {n['workers']} workers)")
+                + f", {n['lost_in_flight']} calls in flight lost" for n in lost]  # fmt: skip
+        return f"the run lost {'; '.join(said)} mid-run"
     if not summary.get("requests"):  # nothing was measured, whatever stopped it (issue 30: a run that sent nothing)
         return f"the run sent no call (stop: {reason or 'unknown'}): nothing was measured"
     classes = summary.get("errors_by_class") or {}

@@ -92,13 +92,14 @@ def test_the_run_goes_on_without_the_lost_node_and_says_so(lost_run: dict[str, A
     assert footer is not None and footer["stop_reason"] == "duration"  # not a crash: the others ran to the end
     nodes = {n["node"]: n for n in footer["nodes"]}
     assert set(nodes) == set(IPS) and all(n["workers"] == 1 for n in nodes.values())  # spread over the three
-    assert nodes[LOST]["lost"] and not any(nodes[ip]["lost"] for ip in IPS[:2])
+    assert nodes[LOST]["lost"] and nodes[LOST]["lost_workers"] == 1
+    assert not any(nodes[ip]["lost"] or nodes[ip]["lost_workers"] for ip in IPS[:2])
     lost = next(w for w in footer["workers"] if w["node"] == LOST)
     assert lost["lost"] and lost["lost_in_flight"] == nodes[LOST]["lost_in_flight"]
     verdict = orjson.loads(lost_run["stdout"])["verdict"]
     assert verdict["exit_code"] == 3
-    assert verdict["reasons"] == [f"the run lost 1 node mid-run: {LOST} ({nodes[LOST]['lost_in_flight']} calls in "
-                                  "flight lost)"]  # fmt: skip
+    assert verdict["reasons"] == [f"the run lost node {LOST}, {nodes[LOST]['lost_in_flight']} calls in flight lost "
+                                  "mid-run"]  # fmt: skip
     after = [r for r in run.requests if r.t_sent > lost_run["killed_at"] + 1.0]
     assert {r.session % 3 for r in after} == {w["worker"] for w in footer["workers"] if not w.get("lost")}
 
@@ -141,5 +142,6 @@ def test_each_worker_s_clock_is_brought_to_the_parent_s(lost_run: dict[str, Any]
     start, end = run.phases["start"], run.phases["end"]
     assert all(start - 0.05 <= r.t_sent <= (r.t_done or r.t_sent) <= end + 0.05 for r in run.requests)
     truth = {t["request_id"]: t for t in lost_run["truth"]}
-    devs = sorted(r.t_first_token - truth[r.id]["first_token"] for r in run.requests if r.t_first_token and r.id in truth)
+    devs = sorted(r.t_first_token - truth[r.id]["first_token"] for r in run.requests if r.t_first_token and r.id in
+                  truth)  # fmt: skip
     assert devs and abs(devs[len(devs) // 2]) < 0.02  # first tokens in the parent's clock, against the host's

@@ -126,8 +126,8 @@ def _head_address(node: Node) -> str:
 def _nodes_alive(address: str, ip: str, env: dict[str, str]) -> int:
     """How many nodes the cluster at ``address`` has alive (a driver on the head's address asks it)."""
     code = ("import logging, ray\n"
-            f"ray.init(address={address!r}, _node_ip_address={ip!r}, log_to_driver=False, logging_level=logging.ERROR)\n"
-            "print(sum(1 for n in ray.nodes() if n['Alive']))\n")  # fmt: skip
+            f"ray.init(address={address!r}, _node_ip_address={ip!r}, log_to_driver=False, "
+            "logging_level=logging.ERROR)\nprint(sum(1 for n in ray.nodes() if n['Alive']))\n")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, env={**os.environ, **ENV,
                           **env})  # fmt: skip
     return int(done.stdout.split()[-1]) if done.returncode == 0 and done.stdout.split() else 0
