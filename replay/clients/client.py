@@ -76,6 +76,7 @@ class HostClient:
         self.affinity = Affinity(flavour.session_body, host.headers)  # {session}/{task} fields, filled per call
         fixed = {k: v for k, v in host.headers.items() if k not in self.affinity.header_names}
         self._headers = {**flavour.headers(self._key), **fixed}
+        self.inflight = 0  # calls between send and end, for the speed-by-load figure (records' ``inflight``)
 
     def render(
         self,
@@ -108,11 +109,15 @@ class HostClient:
         if self.affinity:
             body = self.affinity.body(body, rec.session, rec.task)
             headers.update(self.affinity.headers(rec.session, rec.task))
+        self.inflight += 1
+        rec.inflight = self.inflight
         try:
             await self.transport.post(self.url, body, headers, rec, got)
         except asyncio.CancelledError:
             self._fill(rec, got, interpret(self.flavour, got.reads, got.times, rec.t_sent))
             raise
+        finally:
+            self.inflight -= 1
         if rec.status is not None and rec.status != 200 and rec.error is None:
             rec.error = http_error_class(rec.status, got.refusal)
             text = got.refusal.decode("utf-8", "replace")

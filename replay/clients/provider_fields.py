@@ -12,8 +12,13 @@ nothing. Sources: ``../shared/PROVIDERS.md`` (section per provider) and docs/pro
 - Fireworks: ``perf_metrics`` on the finish chunk (when asked with ``perf_metrics_in_response``), else the
   ``fireworks-server-time-to-first-token`` header (seconds).
 - OpenRouter: ``usage.cost`` (USD) beside the counts; the serving ``provider`` on every chunk.
-- Vercel AI Gateway: ``provider_metadata.gateway.routing.finalProvider`` (the sim's choice of where it rides:
-  PROVIDERS.md §8 could not verify it).
+  With the opt-in header (the preset sends it) ``openrouter_metadata`` on the final chunk (OpenRouter's router
+  metadata guide: experimental): a call fell back when its ``attempt`` is above 1 or ``attempts`` lists more
+  than one (openrouter.ai/docs/guides/features/router-metadata; the SDKs' ``OpenRouterMetadata``).
+- Vercel AI Gateway: ``provider_metadata.gateway.routing.finalProvider``; a call fell back when
+  ``routing.modelAttempts`` lists more than one model, or one took more than one provider attempt
+  (``providerAttemptCount``; vercel/ai ``packages/gateway/src/gateway-provider-metadata.ts``). Where the routing
+  metadata rides on the OpenAI-compatible stream is the sim's choice (PROVIDERS.md §8 could not verify it).
 - Anthropic: ``usage.speed`` (beta fast mode) beside ``usage.service_tier``.
 """
 
@@ -42,9 +47,30 @@ def note_chunk(st: StreamState, obj: dict[str, Any]) -> None:
     for key in TIMING_KEYS:
         if obj.get(key) is not None:
             st.timings = bounded_timings(obj[key], key, st.notes)
-    final = get(obj, "provider_metadata", "gateway", "routing", "finalProvider")
-    if isinstance(final, str) and final:
-        st.served["provider"] = final[:200]
+    routing = get(obj, "provider_metadata", "gateway", "routing")
+    if isinstance(routing, dict):
+        final = routing.get("finalProvider")
+        if isinstance(final, str) and final:
+            st.served["provider"] = final[:200]
+        if _vercel_fell_back(routing.get("modelAttempts")):
+            st.served["fallback"] = "gateway.routing"
+    meta = obj.get("openrouter_metadata")
+    if isinstance(meta, dict) and _openrouter_fell_back(meta):
+        st.served["fallback"] = "openrouter_metadata"
+
+
+def _vercel_fell_back(attempts: Any) -> bool:
+    if not isinstance(attempts, list) or not attempts:
+        return False
+    if len(attempts) > 1:
+        return True
+    count = attempts[0].get("providerAttemptCount") if isinstance(attempts[0], dict) else None
+    return hn.integer(count, 2, 1_000_000) is not None  # a count a host sent: bounded, as every number it sends
+
+
+def _openrouter_fell_back(meta: dict[str, Any]) -> bool:
+    attempt, attempts = meta.get("attempt"), meta.get("attempts")
+    return hn.integer(attempt, 2, 1_000_000) is not None or (isinstance(attempts, list) and len(attempts) > 1)
 
 
 def note_usage(st: StreamState, usage: Any) -> None:

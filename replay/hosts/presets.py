@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OPENAI_STREAM = {"stream_options": {"include_usage": True, "include_obfuscation": False}}  # §1: no padding field
+# §7: the opt-in to ``openrouter_metadata`` on the final chunk (its attempts say when a call fell back); the
+# experimental header of PROVIDERS.md and the name OpenRouter's newer routing docs give it.
+OPENROUTER_METADATA = {"X-OpenRouter-Experimental-Metadata": "enabled", "X-OpenRouter-Metadata": "enabled"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +57,8 @@ PRESETS: dict[str, Preset] = {
                body={"perf_metrics_in_response": True}, source="§5"),
         Preset("together", "https://api.together.xyz/v1", key_env="TOGETHER_API_KEY", source="§6"),
         Preset("openrouter", "https://openrouter.ai/api/v1", key_env="OPENROUTER_API_KEY",
-               tiers=("auto", "default", "flex", "priority"), routing="openrouter", source="§7"),
+               tiers=("auto", "default", "flex", "priority"), routing="openrouter", source="§7",
+               headers=OPENROUTER_METADATA),
         Preset("vercel", "https://ai-gateway.vercel.sh/v1", key_env="AI_GATEWAY_API_KEY",
                tiers=("default", "priority", "flex"), routing="vercel", speed=True, source="§8"),
         Preset("baseten", "https://inference.baseten.co/v1", key_env="BASETEN_API_KEY", source="§9"),

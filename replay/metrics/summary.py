@@ -175,15 +175,20 @@ def run_hardware(header: dict[str, Any]) -> tuple[int | None, float | None]:
 
 
 def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
-    """What the host says about itself (docs/providers.md): its own timings (absent when it sends none), routes,
-    speed modes, cost from the header's rate card, rate-limit state, connections and the provider's limits."""
+    """What the host says about itself (docs/providers.md): its own timings (absent when it sends none), what
+    served each call (models, routes, tiers), speed modes, the fallback (absent when none is found), speed by load,
+    cost from the header's rate card, rate-limit state, connections and the provider's limits."""
     t = acc.host
     server = server_figures(t)
+    fallback = routes.fallback(t)
     return {
         **({"server": server} if server else {}),
+        "served": routes.served_shares(t),
         "routes": routes.route_shares(t),
         "service_tiers": routes.tier_shares(t),
         "speed_modes": routes.speed_modes(t),
+        **({"fallback": fallback} if fallback else {}),
+        "speed_by_load": routes.speed_by_load(t),
         "cost": run_cost(t, acc.tasks.complete, header_card(run.header)),
         "rate_limits": host_signals.rate_limits(t),
         "connections": host_signals.connections(t),

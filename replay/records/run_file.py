@@ -86,6 +86,7 @@ class RequestRecord:
     answer_check: dict[str, Any] | None = None
     answer_text: str | None = None  # the answer itself, kept only to compare hosts (replay run --host A --host B)
     notes: list[str] | None = None  # what the client left out of what the host sent (an implausible timing), and why
+    inflight: int | None = None  # this client's calls in flight when it was sent, itself included (per process)
 
     @property
     def ok(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.reports.html_page import Section, note, num, paragraph, pct, secs, table, text, tiles
+from replay.reports.html_served import served
 from replay.reports.report_input import RunReport
 
 
@@ -171,4 +172,4 @@ def truth(rep: RunReport) -> Section | None:
     return Section("truth", "Against the host's truth log", body)
 
 
-SUMMARY_SECTIONS = (headline, latency, throughput, cache, tasks, client, truth)
+SUMMARY_SECTIONS = (headline, latency, throughput, cache, tasks, client, served, truth)

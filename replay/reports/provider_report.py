@@ -54,6 +54,9 @@ def _server(sv: dict[str, Any] | None, measured: int | None) -> list[str]:
 
 def _routes(s: dict[str, Any]) -> list[str]:
     out = []
+    models = (s.get("served") or {}).get("models") or {}
+    if len(models) > 1:
+        out.append(f"  served models: {_shares(models)}")
     if s.get("routes") and (len(s["routes"]) > 1 or s.get("service_tiers")):
         out.append(f"  routes: {_shares(s['routes'])}")
     if s.get("service_tiers"):
@@ -66,6 +69,15 @@ def _routes(s: dict[str, Any]) -> list[str]:
             for m in modes
         )
         out.append(f"  two speed modes (per-user decode): {cells}")
+    if fb := s.get("fallback"):
+        who = ", ".join(f"{k} {v}" for k, v in fb["served"].items())
+        out.append(f"  fallback: {100 * fb['share']:.1f}% of calls ({fb['requests']:,})"
+                   + (f" served by {who}" if who else "") + f"; found by {', '.join(fb['by'])}")  # fmt: skip
+    load = s.get("speed_by_load") or {}
+    if load.get("split") and load.get("rows"):
+        cells = " · ".join(f"{_tps(r['user_decode_tps_p50'])} at {r['inflight']}" for r in load["rows"])
+        out.append("  per-user decode speed varies with load (no model, route or tier behind it): p50 tok/s"
+                   f" by calls in flight: {cells}")  # fmt: skip
     return out
 
 

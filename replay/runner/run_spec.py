@@ -194,6 +194,8 @@ class RunSpec:
 
     def __init__(
         self,
+        trajectories_: list[str] | None = None,
+        /,
         *,
         workload: WorkloadSpec | None = None,
         endpoint: HostSpec | None = None,
@@ -221,6 +223,8 @@ class RunSpec:
         unknown = sorted(set(flat) - set(FLAT))
         if unknown:
             raise TypeError(f"RunSpec() got unexpected keyword arguments: {', '.join(unknown)}")
+        if trajectories_ is not None:  # the older form's one positional argument: RunSpec(["w.jsonl"], host=...)
+            flat = {"trajectories": list(trajectories_), **flat}
         for name, value in flat.items():
             setattr(self, name, value)
 

@@ -9,7 +9,7 @@ from replay.reports.text_report import _client as client_lines
 
 
 def judged(samples: list[dict]) -> dict:
-    return _client(samples, Window(0.0, 100.0, True), StreamSummary().acc)
+    return _client(samples, Window(0.0, 100.0, True), StreamSummary().acc).to_dict()
 
 
 def test_a_loop_held_up_by_others_is_the_machine_not_the_client() -> None:

@@ -98,7 +98,11 @@ def test_one_route_one_mode(tmp_path: Path) -> None:
     result, truth = _run(tmp_path, None)
     _, summary = _host_timed(result, truth)
     assert result.summary["routes"] == summary["routes"] == {"primary": 1.0}
-    assert len(summary["speed_modes"]) == 1
+    assert len(summary["speed_modes"]) == 1  # on the host engine's own times (the client's may hold a stall)
+    assert result.summary["served"]["models"] == {"replay-sim": 1.0}
+    assert "fallback" not in result.summary and "fallback" not in to_text(result.summary, result.header)
+    rows = result.summary["speed_by_load"]["rows"]
+    assert rows and sum(r["requests"] for r in rows) <= result.summary["window"]["requests"]
 
 
 def _rec(tps: float, n: int = 101, route: str = "a") -> RequestRecord:
@@ -142,3 +146,85 @@ def test_host_sent_route_and_tier_names_are_bounded() -> None:
     assert all(len(k) <= MAX_NAME for k in t.routes) and len(t.limits) == MAX_NAMES
     assert sum(sum(b.values()) for b in t.speeds.values()) == 1000
     assert all(len(b) <= MAX_NAMES + 1 for b in t.speeds.values())
+
+
+def test_the_fallback_share_is_found_from_the_host_fields_and_tied_to_the_served_route(fallback_run) -> None:
+    result, truth = fallback_run
+    served = [t["route"] for t in truth if t["status"] == "ok"]
+    fb = result.summary["fallback"]
+    assert fb["share"] == pytest.approx(served.count("fallback:default") / len(served), abs=1e-9)
+    assert abs(fb["share"] - 0.3) <= 0.03 and fb["requests"] == served.count("fallback:default")
+    assert fb["served"]["route"] == "fallback:default"
+    # the simulated host's route header, OpenRouter's router metadata (the preset opts in), and the slower
+    # speed mode on a route of its own all say it
+    assert {"x-replay-route", "openrouter_metadata", "route"} <= set(fb["by"])
+    assert result.summary["served"]["routes"] == result.summary["routes"]
+    assert "fallback: " in to_text(result.summary, result.header)
+    assert summarize(read_run(result.path))["fallback"] == fb
+
+
+def test_vercel_routing_metadata_says_which_calls_fell_back(tmp_path: Path) -> None:
+    result, truth = _run(tmp_path, "0.3:default", dialect="vercel")
+    served = [t["route"] for t in truth if t["status"] == "ok"]
+    fb = result.summary["fallback"]
+    assert "gateway.routing" in fb["by"] and fb["served"]["route"] == "fallback:default"
+    assert fb["requests"] == served.count("fallback:default")
+
+
+def _load_rec(tps: float, inflight: int, route: str = "primary", model: str = "m", tier: str | None = None):
+    rec = _rec(tps, route=route)
+    rec.inflight = inflight
+    rec.served = {"model": model, **({"service_tier": tier} if tier else {})}
+    return rec
+
+
+def test_two_speed_clusters_from_load_are_no_fallback() -> None:
+    """One model, route and tier; speed halves when many calls are in flight (the batch grows): two clear
+    clusters, which the report calls load, with speed by calls in flight, and neither two modes nor a fallback."""
+    rng = np.random.default_rng(2)
+    recs = [_load_rec(float(v), 1) for v in rng.normal(200, 10, 80)]
+    recs += [_load_rec(float(v), 12) for v in rng.normal(100, 5, 120)]
+    t = tally_of(recs)
+    assert len(_modes(t)) == 1
+    from replay.metrics.host import routes
+
+    assert routes.fallback(t) is None
+    load = routes.speed_by_load(t)
+    assert load["split"] is True
+    assert [r["inflight"] for r in load["rows"]] == ["1", "8-15"]
+    assert load["rows"][0]["user_decode_tps_p50"] == pytest.approx(200, rel=0.05)
+    assert load["rows"][1]["user_decode_tps_p50"] == pytest.approx(100, rel=0.05)
+
+
+def test_two_speed_clusters_on_two_tiers_are_a_fallback_by_tier() -> None:
+    rng = np.random.default_rng(3)
+    recs = [_load_rec(float(v), 4, tier="priority") for v in rng.normal(300, 15, 140)]
+    recs += [_load_rec(float(v), 4, tier="default") for v in rng.normal(100, 5, 60)]
+    from replay.metrics.host import routes
+
+    t = tally_of(recs)
+    modes = _modes(t)
+    assert len(modes) == 2 and modes[0]["served"]["tier"]["value"] == "default"
+    fb = routes.fallback(t)
+    assert fb is not None and fb["by"] == ["tier"] and fb["served"] == {"tier": "default"}
+    assert fb["share"] == pytest.approx(0.3) and fb["requests"] == 60
+    assert routes.speed_by_load(t)["split"] is False
+
+
+def test_a_burst_read_at_once_is_no_speed() -> None:
+    """Tokens read microseconds apart after a client stall give a speed no host decodes at: left out."""
+    burst = _load_rec(100.0, 1)
+    burst.t_last_token = burst.t_first_token + 34e-6  # 100 tokens in 34 µs
+    t = tally_of([burst] + [_load_rec(100.0, 1)] * 10)
+    assert sum(sum(b.values()) for b in t.speeds.values()) == 10
+
+
+def test_identity_tallies_merge_and_travel() -> None:
+    from replay.metrics.host.host_tally import HostTally
+
+    a = tally_of([_load_rec(100.0, 2, tier="flex")] * 3)
+    b = tally_of([_load_rec(300.0, 5, route="fallback:x")] * 2)
+    a.merge(HostTally.decode(orjson.loads(orjson.dumps(b.encode()))))
+    assert sum(a.idents.values()) == 5
+    assert a.fallbacks == {"m\x1ffallback:x\x1f": 2} and a.fallback_by == {"x-replay-route": 2}  # the sim's label
+    assert sorted(a.load) == [2, 3]

@@ -16,8 +16,8 @@ from replay.records.reader import read_run
 from replay.reports.csv_export import REQUEST_COLUMNS
 from tests.support.report_runs import recorded_run
 
-SECTIONS = ("headline", "latency", "throughput", "cache", "tasks", "client", "truth", "distributions", "over-time",
-            "sessions", "by-context", "by-turn", "recorded")  # fmt: skip
+SECTIONS = ("headline", "latency", "throughput", "cache", "tasks", "client", "served", "truth", "distributions",
+            "over-time", "sessions", "by-context", "by-turn", "recorded")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,7 @@ def test_html_is_one_self_contained_page_with_every_section(report) -> None:
         assert f'<section id="{sid}">' in page and f'href="#{sid}"' in page
     assert page.count("<svg") == 6  # distributions, over time, sessions, two breakdowns, recorded timeline
     assert f"<b>{summary['throughput']['total_tps']:,.0f}</b>" in page  # the headline is the summary's figure
+    assert "No fallback found" in page and "calls in flight when sent" in page  # the served section's own words
 
 
 def test_svg_ids_are_unique_in_the_page_and_resolve_inside_their_figure(report) -> None:

@@ -19,7 +19,18 @@ from typing import Any
 from replay.histogram import HIGHEST, Histogram, SignedHistogram
 from replay.metrics.host.cost import PICO, request_cost
 from replay.metrics.host.host_signals import bucket_field, parse_int
-from replay.metrics.host.routes import MAX_NAME, MAX_NAMES, SPEED_BINS_PER_E, count_name, host_name, route_of
+from replay.metrics.host.routes import (
+    MAX_NAME,
+    MAX_NAMES,
+    SPEED_BINS_PER_E,
+    count_name,
+    fallback_fields,
+    host_name,
+    identity_of,
+    load_bucket,
+    route_of,
+    seen_decode_speed,
+)
 from replay.metrics.host.server_figures import server_times
 from replay.records.host_numbers import MAX_USD, number
 from replay.records.run_file import RequestRecord
@@ -58,6 +69,9 @@ class HostTally:
         self.card = card
         self.routes: dict[str, int] = {}  # successful requests per served route
         self.tiers: dict[str, int] = {}  # successful requests per answered service tier
+        self.idents: dict[str, int] = {}  # successful requests per served identity (model, route, tier)
+        self.fallbacks: dict[str, int] = {}  # successful requests the host said fell back, per identity
+        self.fallback_by: dict[str, int] = {}  # the same, per field that said so
         self.limits: dict[str, list[Any]] = {}  # bucket -> [limit, lowest remaining, last reset, requests]
         self.cost = [0, 0, 0, 0]  # pico-USD, tokens priced, requests priced, requests not priced
         self.task_usd: dict[int, int] = {}  # pico-USD: whole numbers, so sums in any order (windows) agree exactly
@@ -66,7 +80,8 @@ class HostTally:
         # per measured call:
         self.server = {name: _hist() for name in SERVER}
         self.gap_ttft, self.gap_tps = SignedHistogram(), SignedHistogram()
-        self.speeds: dict[int, dict[str, int]] = {}  # log-speed bin -> {route ("" when none): calls}
+        self.speeds: dict[int, dict[str, int]] = {}  # log-speed bin -> {served identity: calls}
+        self.load: dict[int, Histogram] = {}  # calls in flight (power-of-two bucket) -> decode speeds (milli-tok/s)
         self.connect = _hist()  # µs to open a new connection
         self.conn = [0, 0]  # new, reused
 
@@ -78,6 +93,7 @@ class HostTally:
                 count_name(self.routes, route)
             if tier := host_name((r.served or {}).get("service_tier")):
                 count_name(self.tiers, tier)
+            self._served(r)
         if r.headers:
             self._limits(r.headers)
         self._cost(r)
@@ -85,7 +101,15 @@ class HostTally:
             self.sized[0] += 1
             self.sized[1] += r.prompt_tokens - (r.cached_tokens or 0) >= GROQ_PERFORMANCE_UNCACHED
         if measured:
-            self._measured(r, route)
+            self._measured(r)
+
+    def _served(self, r: RequestRecord) -> None:
+        ident = identity_of(r)
+        count_name(self.idents, ident)
+        if said := fallback_fields(r):
+            count_name(self.fallbacks, ident)
+            for name in said:
+                count_name(self.fallback_by, name)
 
     def _limits(self, headers: dict[str, str]) -> None:
         for name, value in headers.items():
@@ -118,15 +142,18 @@ class HostTally:
         self.cost[2] += 1
         self.task_usd[r.task] = self.task_usd.get(r.task, 0) + pico
 
-    def _measured(self, r: RequestRecord, route: str | None) -> None:
+    def _measured(self, r: RequestRecord) -> None:
         if r.connect_s is not None:
             self.conn[0] += 1
             self.connect.record_value(_clip(r.connect_s * US))
         else:
             self.conn[1] += 1
+        seen = seen_decode_speed(r)
+        if seen is not None:
+            count_name(self.speeds.setdefault(round(math.log(seen) * SPEED_BINS_PER_E), {}), identity_of(r))
+            if r.inflight is not None:
+                self.load.setdefault(load_bucket(r.inflight), _hist()).record_value(_clip(seen * TPS_SCALE))
         speed = _decode_speed(r)
-        if speed is not None:
-            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), route or "")
         s = server_times(r.server_timings)
         if s is not None:
             self._server(r, s, speed)
@@ -160,12 +187,17 @@ class HostTally:
             self.gap_tps.merge(other.gap_tps)
             for b, routes in other.speeds.items():
                 _add_counts(self.speeds.setdefault(b, {}), routes)
+            for k, h in other.load.items():
+                self.load.setdefault(k, _hist()).add(h)
             self.connect.add(other.connect)
             self.conn = [a + b for a, b in zip(self.conn, other.conn, strict=True)]
 
     def _merge_counts(self, other: HostTally) -> None:
         _add_counts(self.routes, other.routes)
         _add_counts(self.tiers, other.tiers)
+        _add_counts(self.idents, other.idents)
+        _add_counts(self.fallbacks, other.fallbacks)
+        _add_counts(self.fallback_by, other.fallback_by)
         for bucket, (limit, low, reset, n) in other.limits.items():  # ``other`` is the later part of the run
             if bucket not in self.limits and len(self.limits) >= MAX_NAMES:
                 continue
@@ -185,6 +217,9 @@ class HostTally:
         return {
             "routes": self.routes,
             "tiers": self.tiers,
+            "idents": self.idents,
+            "fallbacks": self.fallbacks,
+            "fallback_by": self.fallback_by,
             "limits": self.limits,
             "cost": self.cost,
             "task_usd": [[t, usd] for t, usd in self.task_usd.items()],
@@ -194,6 +229,7 @@ class HostTally:
             "gap_ttft": self.gap_ttft.encode(),
             "gap_tps": self.gap_tps.encode(),
             "speeds": [[b, routes] for b, routes in self.speeds.items()],
+            "load": [[k, _enc(h)] for k, h in self.load.items()],
             "connect": _enc(self.connect),
             "conn": self.conn,
         }
@@ -204,12 +240,16 @@ class HostTally:
         if not data:  # a window record written before host tallies existed
             return t
         t.routes, t.tiers = dict(data["routes"]), dict(data["tiers"])
+        # written before served identities (a route alone keys a speed bin, and nothing was counted per identity)
+        t.idents = dict(data.get("idents") or {})
+        t.fallbacks, t.fallback_by = dict(data.get("fallbacks") or {}), dict(data.get("fallback_by") or {})
         t.limits = {k: list(v) for k, v in data["limits"].items()}
         t.cost, t.reported, t.sized = list(data["cost"]), list(data["reported"]), list(data["sized"])
         t.task_usd = {int(k): int(v) for k, v in data["task_usd"]}
         t.server = {name: _dec(data["server"].get(name)) for name in SERVER}
         t.gap_ttft, t.gap_tps = SignedHistogram.decode(data["gap_ttft"]), SignedHistogram.decode(data["gap_tps"])
         t.speeds = {int(b): dict(routes) for b, routes in data["speeds"]}
+        t.load = {int(k): _dec(h) for k, h in data.get("load") or ()}
         t.connect, t.conn = _dec(data["connect"]), list(data["conn"])
         return t
 

@@ -1,16 +1,27 @@
-"""Which route served each call, and whether per-user speed has two modes (a fast tier and its fallback).
+"""What served each call (model, route, tier), whether a share of calls fell back, and how speed follows load.
 
-A call's route is what the host says served it: the serving provider (OpenRouter ``provider``, the Vercel
-gateway's final provider), else the route header (``x-replay-route``, the simulated host's), else the service
-tier it answered. Shares are over the calls that succeeded.
+A call's served identity is what the host says served it: the model it answered with, its route (the serving
+provider: OpenRouter ``provider``, the Vercel gateway's final provider; else the route header ``x-replay-route``,
+the simulated host's) and the service tier it answered. ``route_of`` is the older single label (route, else tier)
+that the ``routes`` figure keeps. Shares are over the calls that succeeded.
 
 Speed modes: Baseten's Fast tier and Vercel's ``speed: fast`` fall back to base capacity when the fast pool is
 full, so per-user decode speed splits into two clusters. The detector sorts the calls' speeds in log space (as
 speeds multiply; they are tallied in log bins 0.25 % wide, so a run of any length fits), takes the split that best
-separates them (Otsu: the largest between-group variance), and calls it two modes when each side holds at least
+separates them (Otsu: the largest between-group variance), and finds two clusters when each side holds at least
 ``MIN_SHARE`` of the calls, the groups are well apart (Ashman's D above ``MIN_SEPARATION``: 2 is the usual bound
-for a clean separation) and their medians differ by at least ``MIN_RATIO`` (a tight spread of one speed can look
-separated while meaning nothing); else it reports one mode.
+for a clean separation) and their medians differ by at least ``MIN_RATIO``.
+
+Two clusters are called two speed modes (and a fallback) only when they coincide with a different served model,
+route or tier: the main value of that part of the identity differs between the clusters and holds at least
+``TIE_SHARE`` of each. Two clusters that no identity explains are load: the batch a call shares changes as
+sessions enter and leave tool pauses, so per-user speed varies with the number of calls in flight, and the figure
+says so, with the speed per number of calls in flight (``speed_by_load``). A host that says per call that it fell
+back (OpenRouter's ``openrouter_metadata``, the Vercel gateway's ``modelAttempts``, the simulated host's
+``fallback:`` route) is counted per call, speed or not.
+
+Only calls whose decode was seen are binned: a call whose tokens were read at once (a client stalled, then read
+what had piled up) shows a speed no host reaches, and is left out (``seen_decode_speed``).
 """
 
 from __future__ import annotations
@@ -19,22 +30,31 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from replay.histogram import TPS_SCALE, percentile
+from replay.histogram import TPS_SCALE, Histogram, percentile
 from replay.records.run_file import RequestRecord
 
 MIN_SHARE = 0.05
 MIN_CALLS = 3
 MIN_SEPARATION = 2.0
 MIN_RATIO = 1.4
+MAX_SEEN_TPS = 20_000.0  # tokens/s of one stream: far above any host's per-user decode (Cerebras, Groq: thousands)
+TIE_SHARE = 0.75  # a cluster's main model, route or tier holds at least this share of it
 SPEED_BINS_PER_E = 400  # log-speed bins per unit of log speed: a bin's centre is within 0.125 % of its calls
+SEP = "\x1f"  # between the parts of an identity key: model, route, tier
+PARTS = ("model", "route", "tier")
+FALLBACK_ROUTE = "fallback"  # the simulated host's fallback routes are called fallback:PROFILE
 
 
 class RouteTally(Protocol):
     """What the figures here read of a run's tally (``host_tally.HostTally``, which bins calls with this module)."""
 
-    routes: dict[str, int]  # successful requests per served route
+    routes: dict[str, int]  # successful requests per served route (route_of)
     tiers: dict[str, int]  # successful requests per answered service tier
-    speeds: dict[int, dict[str, int]]  # log-speed bin -> {route ("" when none): calls}
+    idents: dict[str, int]  # successful requests per served identity key (model, route, tier)
+    fallbacks: dict[str, int]  # successful requests a host said fell back, per identity key
+    fallback_by: dict[str, int]  # the same, per field that said so
+    speeds: dict[int, dict[str, int]]  # log-speed bin -> {identity key: calls}
+    load: dict[int, Histogram]  # calls in flight (bucket) -> per-user decode speeds (milli-tokens/s)
 
 
 MAX_NAME = 64  # a route or tier name as the figures keep it: a host may send anything there
@@ -63,6 +83,51 @@ def route_of(r: RequestRecord) -> str | None:
     return host_name(served.get("provider") or headers.get("x-replay-route") or served.get("service_tier"))
 
 
+def identity_of(r: RequestRecord) -> str:
+    """The call's served identity as one key: model, route and tier, each "" when the host named none."""
+    served, headers = r.served or {}, r.headers or {}
+    route = host_name(served.get("provider") or headers.get("x-replay-route")) or ""
+    return SEP.join((host_name(served.get("model")) or "", route, host_name(served.get("service_tier")) or ""))
+
+
+def parts_of(key: str) -> tuple[str, str, str]:
+    """(model, route, tier) of an identity key; a key written before identities (a route alone) is that route."""
+    parts = key.split(SEP)
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else ("", key, "")
+
+
+def fallback_fields(r: RequestRecord) -> list[str]:
+    """The fields by which the host said this call fell back (none: it did not say so)."""
+    out = []
+    served, headers = r.served or {}, r.headers or {}
+    if isinstance(served.get("fallback"), str):
+        out.append(served["fallback"])
+    if str(headers.get("x-replay-route", "")).startswith(FALLBACK_ROUTE):
+        out.append("x-replay-route")
+    return out
+
+
+def seen_decode_speed(r: RequestRecord) -> float | None:
+    """Per-user decode speed of one call, (output − 1) / (last token − first token), when its decode was seen: not
+    above ``MAX_SEEN_TPS``, a speed no host decodes one stream at, which means the tokens were read at once (a
+    client stalled, then read what had piled up in microseconds)."""
+    n = r.output_tokens if r.output_tokens is not None else r.output_events
+    if n < 2 or not r.t_first_token or not r.t_last_token or r.t_last_token <= r.t_first_token:
+        return None
+    speed = (n - 1) / (r.t_last_token - r.t_first_token)
+    return speed if speed <= MAX_SEEN_TPS else None
+
+
+def load_bucket(inflight: int) -> int:
+    """Calls in flight in powers of two: 1, 2-3, 4-7, ... (bucket k holds 2^(k-1) to 2^k − 1)."""
+    return max(inflight, 1).bit_length()
+
+
+def _bucket_label(k: int) -> str:
+    lo, hi = 1 << (k - 1), (1 << k) - 1
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
 def _shares(counts: dict[str, int]) -> dict[str, float]:
     total = sum(counts.values())
     return {k: v / total for k, v in sorted(counts.items(), key=lambda kv: -kv[1])} if total else {}
@@ -76,6 +141,23 @@ def route_shares(t: RouteTally) -> dict[str, float]:
 def tier_shares(t: RouteTally) -> dict[str, float]:
     """The share of successful calls per service tier as the host answered it."""
     return _shares(t.tiers)
+
+
+def _part_counts(idents: dict[str, int], i: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, n in idents.items():
+        if value := parts_of(key)[i]:
+            out[value] = out.get(value, 0) + n
+    return out
+
+
+def served_shares(t: RouteTally) -> dict[str, dict[str, float]]:
+    """``served{models, routes, tiers}``: the share of successful calls per served model, route and tier."""
+    return {
+        "models": _shares(_part_counts(t.idents, 0)),
+        "routes": route_shares(t),
+        "tiers": tier_shares(t),
+    }
 
 
 def _best_split(logs: np.ndarray, counts: np.ndarray) -> tuple[int, float]:
@@ -108,34 +190,104 @@ def _median(logs: np.ndarray, counts: np.ndarray) -> float:
     return median
 
 
+def _mains(bins: list[dict[str, int]]) -> list[tuple[str, float]]:
+    """(main value, its share) of each part of the identity (model, route, tier) over the calls of ``bins``."""
+    per_part: list[dict[str, int]] = [{}, {}, {}]
+    for b in bins:
+        for key, c in b.items():
+            for i, value in enumerate(parts_of(key)):
+                per_part[i][value] = per_part[i].get(value, 0) + c
+    return [next(iter(_shares(counts).items()), ("", 0.0)) for counts in per_part]
+
+
 def _mode(bins: list[dict[str, int]], logs: np.ndarray, counts: np.ndarray, total: int) -> dict[str, Any]:
     n = int(counts.sum())
     mode: dict[str, Any] = {"share": n / total, "user_decode_tps_p50": _median(logs, counts), "requests": n}
-    routes: dict[str, int] = {}
-    for b in bins:
-        for route, c in b.items():
-            if route:
-                routes[route] = routes.get(route, 0) + c
-    if shares := _shares(routes):
-        route, share = next(iter(shares.items()))
-        mode["route"], mode["route_share"] = route, share
+    mains = _mains(bins)
+    (route, route_share), (tier, tier_share) = mains[1], mains[2]
+    if route or tier:  # the older single label: the route, else the tier
+        mode["route"], mode["route_share"] = (route, route_share) if route else (tier, tier_share)
+    mode["served"] = {
+        name: {"value": value, "share": share} for name, (value, share) in zip(PARTS, mains, strict=True) if value
+    }
     return mode
 
 
-def speed_modes(t: RouteTally) -> list[dict[str, Any]]:
-    """One or two modes of per-user decode speed, slowest first: share, median speed and main route of each."""
+def _clusters(t: RouteTally) -> tuple[list[dict[str, Any]], list[str]]:
+    """The speed clusters (one, or two slowest first) and the parts of the identity two clusters differ in."""
     if not t.speeds:
-        return []
+        return [], []
     keys = sorted(t.speeds)
     bins = [t.speeds[k] for k in keys]
     logs = np.asarray(keys, dtype=float) / SPEED_BINS_PER_E
     counts = np.asarray([sum(b.values()) for b in bins], dtype=float)
     total = int(counts.sum())
     cut, d = _best_split(logs, counts)
-    if (
+    if not (
         cut
         and d > MIN_SEPARATION
         and _median(logs[cut:], counts[cut:]) >= MIN_RATIO * _median(logs[:cut], counts[:cut])
     ):
-        return [_mode(bins[:cut], logs[:cut], counts[:cut], total), _mode(bins[cut:], logs[cut:], counts[cut:], total)]
-    return [_mode(bins, logs, counts, total)]
+        return [_mode(bins, logs, counts, total)], []
+    slow, fast = _mains(bins[:cut]), _mains(bins[cut:])
+    tied = [
+        name
+        for name, (s_value, s_share), (f_value, f_share) in zip(PARTS, slow, fast, strict=True)
+        if s_value and f_value and s_value != f_value and min(s_share, f_share) >= TIE_SHARE
+    ]
+    two = [_mode(bins[:cut], logs[:cut], counts[:cut], total), _mode(bins[cut:], logs[cut:], counts[cut:], total)]
+    return two, tied
+
+
+def speed_modes(t: RouteTally) -> list[dict[str, Any]]:
+    """Two modes of per-user decode speed (slowest first) when they coincide with a different served model, route
+    or tier; else one (the calls together): share, median speed and the main served identity of each."""
+    modes, tied = _clusters(t)
+    if len(modes) == 2 and not tied:
+        return [_whole(t)]
+    return modes
+
+
+def _whole(t: RouteTally) -> dict[str, Any]:
+    keys = sorted(t.speeds)
+    bins = [t.speeds[k] for k in keys]
+    counts = np.asarray([sum(b.values()) for b in bins], dtype=float)
+    return _mode(bins, np.asarray(keys, dtype=float) / SPEED_BINS_PER_E, counts, int(counts.sum()))
+
+
+def fallback(t: RouteTally) -> dict[str, Any] | None:
+    """``fallback{share, by, requests, served}``: the share of successful calls served by a fallback, what said so
+    (the host's per-call fields, or the part of the identity a slower speed mode coincides with), and the
+    fallback's served identity; None when nothing says a fallback happened."""
+    ok = sum(t.idents.values())
+    modes, tied = _clusters(t)
+    flagged = sum(t.fallbacks.values())
+    if not ok or not (flagged or (len(modes) == 2 and tied)):
+        return None
+    by = sorted(t.fallback_by)
+    if flagged:
+        key = max(t.fallbacks, key=lambda k: t.fallbacks[k])
+        n = flagged
+    else:
+        slow = modes[0]["served"]
+        i = PARTS.index(tied[0])
+        key = SEP.join(slow[p]["value"] if p == tied[0] else "" for p in PARTS)
+        n = sum(c for k, c in t.idents.items() if parts_of(k)[i] == slow[tied[0]]["value"])
+    if len(modes) == 2 and tied:
+        by += tied
+    served = {name: value for name, value in zip(PARTS, parts_of(key), strict=True) if value}
+    return {"share": n / ok, "by": by, "requests": n, "served": served}
+
+
+def speed_by_load(t: RouteTally) -> dict[str, Any]:
+    """``speed_by_load{split, rows}``: per-user decode speed per number of calls in flight when each was sent
+    (1, 2-3, 4-7, ...), and ``split``: the speeds fall in two clusters that no served identity explains."""
+    modes, tied = _clusters(t)
+    rows = []
+    for k in sorted(t.load):
+        h = t.load[k]
+        n = h.get_total_count()
+        if n:
+            p50 = h.get_value_at_percentile(50) / TPS_SCALE
+            rows.append({"inflight": _bucket_label(k), "requests": n, "user_decode_tps_p50": p50})
+    return {"split": len(modes) == 2 and not tied, "rows": rows}

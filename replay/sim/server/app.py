@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from replay.sim.core.profiles import SimProfile, get_profile
 from replay.sim.core.prompt import PromptTokenizer, count_images
 from replay.sim.server.answer import Job, complete, stream
 from replay.sim.server.arrivals import ARRIVALS, forget_arrival, stamp_arrivals
-from replay.sim.server.dialects import Dialect, get_dialect
+from replay.sim.server.dialects import ROUTER_METADATA_HEADERS, Dialect, get_dialect
 from replay.sim.server.errors import error_body, fault_body, overflow_body, previous_not_found
 from replay.sim.server.exchange import PRIMARY, Exchange
 from replay.sim.server.faults import FaultPlan, FaultSpec, http_status
@@ -73,7 +73,7 @@ def _handler(api: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]
     return handle
 
 
-def _exchange(req: SimRequest, record: TruthRecord, route: str) -> Exchange:
+def _exchange(req: SimRequest, record: TruthRecord, route: str, headers: Mapping[str, str]) -> Exchange:
     tier = req.body.get("service_tier")
     return Exchange(
         record.request_id,
@@ -83,6 +83,7 @@ def _exchange(req: SimRequest, record: TruthRecord, route: str) -> Exchange:
         route,
         tier if isinstance(tier, str) else None,
         req.body.get("perf_metrics_in_response") is True,
+        any(headers.get(h, "").lower() == "enabled" for h in ROUTER_METADATA_HEADERS),
     )
 
 
@@ -104,7 +105,7 @@ async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
         record.route = route = sim.routes.draw()
         headers["x-replay-route"] = route
         engine = sim.engines[route]
-        x = _exchange(req, record, route)
+        x = _exchange(req, record, route, request.headers)
         sim.limits.note(len(prompt_ids))
         record.fault = fault = sim.faults.draw()
         headers.update(sim.dialect.headers(x, sim.limits, exhausted=fault == "429"))

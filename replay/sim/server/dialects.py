@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.sim.server.exchange import Counts, Exchange, Timings
+from replay.sim.server.exchange import PRIMARY, Counts, Exchange, Timings
 from replay.sim.server.ratelimits import RateLimits
 
 # Prices of the OpenRouter dialect's usage.cost (USD per token): uncached input, cached input, output.
 OPENROUTER_PRICES = (0.5e-6, 0.05e-6, 1.5e-6)
+# The request headers that opt in to OpenRouter's router metadata (its guide names both).
+ROUTER_METADATA_HEADERS = ("x-openrouter-experimental-metadata", "x-openrouter-metadata")
 
 
 def openai_usage(c: Counts) -> dict[str, Any]:
@@ -272,11 +274,25 @@ class OpenRouter(Dialect):
     def headers(self, x: Exchange, limits: RateLimits, exhausted: bool = False) -> dict[str, str]:
         return {"X-Generation-Id": f"gen-{x.request_id}"}
 
+    def final_fields(self, x: Exchange, c: Counts, t: Timings, usage: dict[str, Any] | None) -> dict[str, Any]:
+        """``openrouter_metadata`` when the request opted in: a fallback route's call is its second attempt, after
+        the primary refused it (the router metadata guide's ``attempt``, ``attempts[{model, provider, status}]``)."""
+        if not x.router_metadata:
+            return {}
+        attempts = [{"model": x.model, "provider": x.route, "status": 200}]
+        if x.fallback:
+            attempts.insert(0, {"model": x.model, "provider": PRIMARY, "status": 429})
+        meta = {"attempt": len(attempts), "attempts": attempts, "requested": x.model, "strategy": "direct",
+                "is_byok": False, "region": None, "summary": f"selected={x.route}"}  # fmt: skip
+        return {"openrouter_metadata": meta}
+
 
 class Vercel(Dialect):
     """Vercel AI Gateway: OpenAI-shaped. The routing metadata is the sim's choice (PROVIDERS.md §8 could not
     verify how it surfaces on the OpenAI-compatible stream): a top-level ``provider_metadata`` on the finish
-    chunk, ``{"gateway": {"routing": {"finalProvider": ROUTE, "fallbacksAvailable": [...]}}}``."""
+    chunk, ``{"gateway": {"routing": {"finalProvider": ROUTE, "fallbacksAvailable": [...], "modelAttempts":
+    [{canonicalSlug, success, providerAttemptCount}]}}}`` (the AI SDK's ``GatewayRoutingMetadata``); a fallback
+    route's call took two provider attempts."""
 
     name = "vercel"
     errors = "openai"
@@ -287,7 +303,9 @@ class Vercel(Dialect):
 
     def final_fields(self, x: Exchange, c: Counts, t: Timings, usage: dict[str, Any] | None) -> dict[str, Any]:
         others = [r for r in self.routes if r != x.route]
-        return {"provider_metadata": {"gateway": {"routing": {"finalProvider": x.route, "fallbacksAvailable": others}}}}
+        attempt = {"canonicalSlug": x.model, "success": True, "providerAttemptCount": 2 if x.fallback else 1}
+        routing = {"finalProvider": x.route, "fallbacksAvailable": others, "modelAttempts": [attempt]}
+        return {"provider_metadata": {"gateway": {"routing": routing}}}
 
 
 class DeepSeek(Dialect):

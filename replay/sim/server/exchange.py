@@ -58,6 +58,7 @@ class Exchange:
     route: str = PRIMARY  # primary | fallback:PROFILE
     tier: str | None = None  # the service_tier the request asked for
     perf_metrics: bool = False  # Fireworks: perf_metrics_in_response
+    router_metadata: bool = False  # OpenRouter: the request opted in to openrouter_metadata
 
     @property
     def fallback(self) -> bool:
