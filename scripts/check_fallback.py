@@ -4,7 +4,8 @@ Runs the shipped workload against the default simulated host for each seed, once
 ``--sim-fallback 0.3:default`` (the same profile on a second engine, so the two routes' speeds barely differ and
 only the served identity can tell them apart). For each run it prints what the report says and checks it: with
 no fallback, neither a fallback nor "two speed modes"; with one, the fallback share against the truth log's
-(within 3 points of the share the host's truth log says it served, which is drawn around 0.3) and the route it was tied to. Exit 1 when a check fails.
+(within 3 points of the share the host's truth log says it served, which is drawn around 0.3) and the route it
+was tied to. Exit 1 when a check fails.
 
     python scripts/check_fallback.py [--seeds 5] [--tool-time recorded] [--out DIR]
 """

@@ -47,6 +47,13 @@ def _progress(level: Any, label: str, quiet: bool) -> None:
 @click.option(
     "--slo", multiple=True, help="SLO thresholds judged at every level, e.g. 'ttft_p95<=2s,user_decode_tps_p25>=60'."
 )
+@click.option(
+    "--frontier-x",
+    default="user_decode_tps_p25",
+    show_default=True,
+    help="The per-user speed the Pareto frontier is drawn on (y: total tokens/s per GPU): user_decode_tps_p25, "
+    "interactivity_e2e_p90 (InferenceX AgentX's x), interactivity_e2e_p75, interactivity_p90, ...",
+)
 @run_options.apply(run_options.HOST, run_options.PACE, run_options.RETRY, run_options.REQUEST, run_options.SIM)
 @run_options.apply(study_options.HARDWARE, study_options.VIRTUAL, study_options.SIDE_BY_SIDE)
 @click.option(
@@ -57,13 +64,16 @@ def _progress(level: Any, label: str, quiet: bool) -> None:
 )
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False), help="Also write levels.csv (one row per level).")
 @run_options.apply(study_options.OUTPUT)
-def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str, ...], **opts: Any) -> None:
+def sweep(
+    trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str, ...], frontier_x: str, **opts: Any
+) -> None:
     """Replay the workload at each concurrency level in turn; the table, the curves, the knee and the frontier.
 
     Each level is one run: a warm-up, then a steady window of stated length. One run file per level and a sweep
     index (sweep.json) go into --out; `replay report DIR/sweep.json` rebuilds every figure from them.
     """
     from replay.cli.applies import refuse_inapplicable
+    from replay.studies.frontier import Axis, FrontierError
     from replay.studies.knee import parse_rule
     from replay.studies.side_by_side import AT_ONCE, ONE_AFTER_ANOTHER, hosts_sweeps, inputs, run_all, slug
     from replay.studies.study_files import write_json
@@ -79,6 +89,10 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
         raise click.BadParameter(str(exc), param_hint="--slo") from None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--knee") from None
+    try:
+        Axis.parse(frontier_x)
+    except FrontierError as exc:
+        raise click.BadParameter(str(exc), param_hint="--frontier-x") from None
     targets = study_options.targets(opts, trajectories)
     base = study_options.out_dir(opts, "sweep")
     several = len(targets) > 1
@@ -90,7 +104,7 @@ def sweep(trajectories: tuple[str, ...], levels: str, knee: str, slo: tuple[str,
         out = base / slug(t.label, i) if several else base
         runner = study_options.runner(opts, t.spec, out)
         plan = SweepPlan(concurrency, window, warmup, t.label, study_options.mode(opts), t.hardware, knee, slo_list,
-                         study_options.command_line())  # fmt: skip
+                         study_options.command_line(), frontier_x)  # fmt: skip
         return run_sweep(plan, runner, out / "sweep.json", lambda lv: _progress(lv, t.label, opts["quiet"]))
 
     try:

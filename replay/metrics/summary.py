@@ -18,7 +18,7 @@ from replay.metrics.breakdowns import breakdown_figures
 from replay.metrics.host import host_signals, routes
 from replay.metrics.host.cost import hourly_cost, run_cost
 from replay.metrics.host.server_figures import server_figures
-from replay.metrics.recipes.agentx_figures import interactivity
+from replay.metrics.recipes.agentx_figures import interactivity, interactivity_e2e
 from replay.metrics.recipes.recipe_figures import recipe_figures, run_seconds
 from replay.metrics.summary_types import (
     CacheFigures,
@@ -147,6 +147,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
         e2e_s=_percentiles(h["e2e"], (50, 90, 95, 99), US),
         itl_s=itl,
         interactivity=interactivity(itl.to_dict()),  # 1 / ITL at p50..p95 (AgentX)
+        interactivity_e2e=interactivity_e2e(acc.recipe),  # 1 / pX(e2e / output tokens) (InferenceX, aiperf)
         user_decode_tps=_percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
         user_output_tps_incl_wait=_percentiles(h["with_wait"], (25, 50), TPS_SCALE),
         throughput=_throughput(acc, win.seconds, True, *run_hardware(run.header)),

@@ -176,6 +176,7 @@ class Summary(Mapping[str, Any]):
     e2e_s: Percentiles
     itl_s: Percentiles
     interactivity: JSON
+    interactivity_e2e: JSON  # 1 / pX of each call's e2e latency over its output tokens (InferenceX AgentX's x axis)
     user_decode_tps: Percentiles
     user_output_tps_incl_wait: Percentiles
     throughput: Throughput
@@ -227,6 +228,7 @@ class Summary(Mapping[str, Any]):
             "e2e_s": self.e2e_s.to_dict(),
             "itl_s": self.itl_s.to_dict(),
             "interactivity": self.interactivity,
+            "interactivity_e2e": self.interactivity_e2e,
             "user_decode_tps": self.user_decode_tps.to_dict(),
             "user_output_tps_incl_wait": self.user_output_tps_incl_wait.to_dict(),
             "throughput": asdict(self.throughput),

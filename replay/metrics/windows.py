@@ -181,6 +181,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "ttft_p95_s": f.ttft_s.points["p95"],
             "user_decode_tps_p25": f.user_decode_tps.points["p25"],
             "user_decode_tps_p50": f.user_decode_tps.points["p50"],
+            "interactivity_e2e_p90": f.interactivity_e2e["p90"],
             "host_hit_ratio": f.cache.host_hit_ratio,
             "host_metrics": w.get("host_metrics") or {},
         })  # fmt: skip

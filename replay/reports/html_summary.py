@@ -58,10 +58,20 @@ def latency(rep: RunReport) -> Section:
         _row("per-user decode tok/s (after the first token)", s["user_decode_tps"], ("p25", "p50", "p75"), _one),
         ["per-user tok/s incl. wait", _one(wait["p25"]), _one(wait["p50"]), "-", f"{wait.get('n', 0):,}"],
     ]
+    ikeys = ("p50", "p75", "p90", "p95")
+    inter = [
+        _row("interactivity (1 / ITL pX)", s["interactivity"] | {"n": s["itl_s"]["n"]}, ikeys, _one),
+        _row("E2E-normalised interactivity (1 / pX of e2e / output tokens)", s["interactivity_e2e"], ikeys, _one),
+    ]
     body = (
         paragraph(text(f"Calls sent in the steady window: {s['window']['requests']:,}."))
         + table(["latency", *keys, "n"], rows)
         + table(["speed", "p25", "p50", "p75", "n"], speeds)
+        + table(["tokens/s a user sees", *ikeys, "n"], inter)
+        + note(
+            "Interactivity inverts the slow tail after the percentile: p90 is the speed nine calls (or gaps) in"
+            " ten get or beat. The E2E-normalised one includes queueing and prefill (InferenceX AgentX's x axis)."
+        )
     )
     return Section("latency", "Latency", body)
 

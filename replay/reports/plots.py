@@ -213,6 +213,7 @@ def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) 
     _seconds_axis(ttft, "y", top or 1.0)
     _line(speed, x, rows, "user_decode_tps_p25", "per-user decode p25", "#2ca02c")
     _line(speed, x, rows, "user_decode_tps_p50", "per-user decode p50", "#17becf")
+    _line(speed, x, rows, "interactivity_e2e_p90", "E2E-normalised interactivity p90", "#9467bd")
     speed.set_ylabel("tokens/s per user")
     speed.set_xlabel("seconds from the run's start")
     for ax in (rates, ttft, speed):

@@ -42,6 +42,7 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
     lines.append(_row("inter-token latency", s["itl_s"], ("p50", "p95", "p99")))
     lines.append(_row("per-user decode tok/s", s["user_decode_tps"], ("p25", "p50", "p75"), unit="tps"))
     lines.append(_row("per-user tok/s incl. wait", s["user_output_tps_incl_wait"], ("p25", "p50"), unit="tps"))
+    lines.append(_row("E2E-norm. interactivity", s["interactivity_e2e"], ("p50", "p75", "p90"), unit="tps"))
     lines += (
         _throughput(s["throughput"])
         + _hardware(s)

@@ -19,7 +19,7 @@ from typing import Any
 from replay import __version__
 from replay.hosts.hardware import Hardware, per_unit
 from replay.metrics.level_figures import value
-from replay.studies.frontier import pareto_frontier
+from replay.studies.frontier import Axis, pareto_frontier
 from replay.studies.knee import Rule, SloRule, find_knee, parse_rule, slo_checks
 from replay.studies.levels import Level, Runner
 from replay.studies.study_files import level_entry, level_summary, read_index, run_path, write_json
@@ -45,6 +45,7 @@ class SweepPlan:
     knee: str = "growth"  # the rule as given (replay.studies.knee.parse_rule)
     slo: tuple[str, ...] = ()
     command: str = ""
+    frontier_x: str = "user_decode_tps_p25"  # the frontier's x (replay.studies.frontier.Axis)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -61,12 +62,15 @@ class SweepPlan:
             "hardware": self.hardware.public(),
             "knee_rule": self.knee,
             "slo": list(self.slo),
+            "frontier_x": self.frontier_x,
         }
 
 
 def rules(index: dict[str, Any]) -> tuple[Rule, tuple[Threshold, ...]]:
-    """The knee rule and the SLO an index names (ValueError / ThresholdError when they do not parse)."""
+    """The knee rule and the SLO an index names (ValueError / ThresholdError when they do not parse; the frontier's
+    axis too, FrontierError)."""
     slo = tuple(parse_all(index.get("slo") or []))
+    Axis.parse(index.get("frontier_x"))
     return parse_rule(index.get("knee_rule") or "growth", slo), slo
 
 
@@ -91,13 +95,19 @@ def build(index: dict[str, Any], levels: list[Level]) -> dict[str, Any]:
     rule, slo = rules(index)
     pairs = [(lv.concurrency, lv.summary) for lv in levels]
     extra = {"slo_knee": find_knee(pairs, SloRule(slo))} if slo else {}
+    axis = Axis.parse(index.get("frontier_x"))
     return {
         **{k: v for k, v in index.items() if k != "levels"},
+        "frontier_x": axis.name,  # an index written before --frontier-x has the default
         "levels": [level_row(lv, hw, slo) for lv in levels],
         "knee": find_knee(pairs, rule),
         **extra,
-        "frontier": pareto_frontier(pairs, hw.gpus),
-        "frontier_axes": {"x": "user_decode_tps.p25", "y": "throughput.total_tps per GPU" if hw.gpus else "per host"},
+        "frontier": pareto_frontier(pairs, hw.gpus, axis),
+        "frontier_axes": {
+            "x": axis.path,
+            "x_label": axis.label,
+            "y": "throughput.total_tps per GPU" if hw.gpus else "per host",
+        },
     }
 
 

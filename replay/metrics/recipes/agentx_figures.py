@@ -15,11 +15,26 @@ if TYPE_CHECKING:
     from replay.metrics.recipes.recipe_tally import RecipeTally
 
 PCTS = (50, 75, 90, 95)
+_P = tuple(f"p{p}" for p in PCTS)
 
 
 def interactivity(itl: dict[str, Any]) -> dict[str, float | None]:
     """1 / ITL at p50, p75, p90, p95: tokens per second a user sees at that percentile."""
     return {f"p{p}": (1.0 / v if (v := itl.get(f"p{p}")) else None) for p in PCTS}
+
+
+def interactivity_e2e(t: RecipeTally) -> dict[str, float | int | None]:
+    """E2E-normalised interactivity (InferenceX's x axis; aiperf PR #1270): 1 / pX of each call's end-to-end latency
+    over its output tokens, so the slow tail is inverted after the percentile (p90 is the speed nine calls in ten
+    get or beat, prefill and queueing included); ``mean`` is 1 / the mean ratio, ``std`` the population spread of
+    the per-call speeds, ``n`` the calls counted (``recipe_tally.e2e_norm_sample`` says which)."""
+    ratio = t.stats["e2e_norm"].figures(PCTS)
+    out: dict[str, float | int | None] = {
+        key: (1.0 / v if isinstance(v := ratio[key], float) and v > 0 else None) for key in (*_P, "mean")
+    }
+    out["std"] = t.stats["e2e_norm_tps"].figures(())["std"]
+    out["n"] = ratio["n"]
+    return out
 
 
 def agentx_figures(t: RecipeTally, window_start: float, gpus: int | None) -> dict[str, Any]:
@@ -51,6 +66,7 @@ def agentx_figures(t: RecipeTally, window_start: float, gpus: int | None) -> dic
         "e2e_s": t.stats["e2e"].figures(PCTS),
         "itl_s": itl,
         "interactivity": interactivity(itl),
+        "interactivity_e2e": interactivity_e2e(t),
         "prefix_cache": {
             "theoretical_hit_ratio": c["seen_tokens"] / c["seen_est"] if c["seen_est"] else None,
             "host_hit_ratio": c["host_cached"] / c["host_prompt"] if c["host_prompt"] else None,

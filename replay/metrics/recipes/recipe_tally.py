@@ -18,23 +18,21 @@ from replay.histogram import HIGHEST, Histogram, read_percentiles
 from replay.records.run_file import RequestRecord
 
 US = 1_000_000
+TPS_SCALE = 1000  # tokens/s held as milli-tokens/s, as the summary's speed histograms
 SLICE_S = 1.0  # AgentX's coverage slices
 
 
-def _us(seconds: float) -> int:
-    return min(max(round(seconds * US), 1), HIGHEST)
-
-
 class Stat:
-    """A histogram of one per-call time with its exact sum and sum of squares (µs): mean and spread as well."""
+    """A histogram of one per-call value with its exact sum and sum of squares, held as whole units of ``1 / scale``
+    (µs for times, milli-tokens/s for speeds): mean and spread as well."""
 
-    __slots__ = ("hist", "sq", "total")
+    __slots__ = ("hist", "scale", "sq", "total")
 
-    def __init__(self) -> None:
-        self.hist, self.total, self.sq = Histogram(), 0, 0
+    def __init__(self, scale: int = US) -> None:
+        self.hist, self.total, self.sq, self.scale = Histogram(), 0, 0, scale
 
-    def record(self, seconds: float) -> None:
-        v = _us(seconds)
+    def record(self, x: float) -> None:
+        v = min(max(round(x * self.scale), 1), HIGHEST)
         self.hist.record_value(v)
         self.total += v
         self.sq += v * v
@@ -49,24 +47,29 @@ class Stat:
         n = self.hist.get_total_count()
         if not n:
             return {"mean": None, **{f"p{p}": None for p in ps}, "std": None, "n": 0}
+        k = self.scale
         mean = self.total / n
         std = math.sqrt(max(self.sq / n - mean * mean, 0.0))
-        pcts = {k: v for k, v in read_percentiles(self.hist, ps, US).items() if k != "n"}
-        return {"mean": mean / US, **pcts, "std": std / US, "n": n}
+        pcts = {key: v for key, v in read_percentiles(self.hist, ps, k).items() if key != "n"}
+        return {"mean": mean / k, **pcts, "std": std / k, "n": n}
 
     def encode(self) -> list[Any]:
         return [self.hist.encode(), self.total, self.sq]
 
     @classmethod
-    def decode(cls, data: list[Any]) -> Stat:
-        s = cls()
-        s.hist, s.total, s.sq = Histogram.decode(data[0]), int(data[1]), int(data[2])
+    def decode(cls, data: list[Any] | None, scale: int = US) -> Stat:
+        s = cls(scale)
+        if data:  # None: a window record written before this figure existed
+            s.hist, s.total, s.sq = Histogram.decode(data[0]), int(data[1]), int(data[2])
         return s
 
 
-# The last five from the intended start: every call's TTFT and end-to-end, the start lag, and the TTFT of the tasks'
-# first calls (an open loop's arrivals, which wait for a free session) apart from their later calls.
-STATS = ("ttft", "e2e", "itl", "i_ttft", "i_e2e", "lag", "i_first", "i_later")
+# The fourth to sixth from the intended start, and the TTFT of the tasks' first calls (an open loop's arrivals, which
+# wait for a free session) apart from their later calls; ``e2e_norm``: each call's end-to-end latency over its output
+# tokens (s per token) and ``e2e_norm_tps`` its inverse (tokens/s, kept for the spread), over the calls
+# ``e2e_norm_sample`` admits.
+STATS = ("ttft", "e2e", "itl", "i_ttft", "i_e2e", "lag", "i_first", "i_later", "e2e_norm", "e2e_norm_tps")
+SCALES = {"e2e_norm_tps": TPS_SCALE}
 _COUNTS = ("warmup", "finals", "overflow")
 _CALLS = ("n", "subagents", "tokens_in", "tokens_out", "seen_tokens", "seen_est", "host_prompt", "host_cached")
 
@@ -79,6 +82,18 @@ def request_itl(r: RequestRecord) -> float | None:
     return (r.t_done - r.t_first_token) / (n - 1)
 
 
+def e2e_norm_sample(r: RequestRecord) -> float | None:
+    """One call's end-to-end latency over its output tokens (seconds per token), the per-call value of InferenceX's
+    E2E-normalised interactivity: only for a call whose latency, output, TTFT and input are all above 0 (the filter
+    of aiperf PR #1270); output and input are the host's counts, else the client's (events, prompt estimate)."""
+    n_out = r.output_tokens if r.output_tokens is not None else r.output_events
+    n_in = r.prompt_tokens if r.prompt_tokens is not None else r.prompt_tokens_est
+    if r.t_done is None or r.t_first_token is None or not n_out or n_out <= 0 or n_in <= 0:
+        return None
+    e2e, ttft = r.t_done - r.t_sent, r.t_first_token - r.t_sent
+    return e2e / n_out if e2e > 0 and ttft > 0 else None
+
+
 class RecipeTally:
     """Counts over every request, and per measured call the AgentX, coverage and intended-start figures."""
 
@@ -87,7 +102,7 @@ class RecipeTally:
         self.counts = dict.fromkeys(_COUNTS, 0)
         self.calls = dict.fromkeys(_CALLS, 0)
         self.span_end: float | None = None
-        self.stats = {name: Stat() for name in STATS}
+        self.stats = {name: Stat(SCALES.get(name, US)) for name in STATS}
         self.slices: set[int] = set()
         self.firsts: dict[int, tuple[float, float | None]] = {}  # task -> (intended start, TTFT from it) of 1st call
 
@@ -120,6 +135,9 @@ class RecipeTally:
             st["ttft"].record(r.t_first_token - r.t_sent)
         if (itl := request_itl(r)) is not None:
             st["itl"].record(itl)
+        if (per_token := e2e_norm_sample(r)) is not None:
+            st["e2e_norm"].record(per_token)
+            st["e2e_norm_tps"].record(1.0 / per_token)
         if self.origin is not None:
             self._slices(r)
         if r.t_intended is not None:
@@ -196,8 +214,7 @@ class RecipeTally:
         t.origin, t.span_end = data["origin"], data["span_end"]
         t.counts.update(data["counts"])
         t.calls.update(data["calls"])
-        stats = data["stats"]  # a window record written before a stat existed has none of it
-        t.stats = {name: Stat.decode(stats[name]) if name in stats else Stat() for name in STATS}
+        t.stats = {name: Stat.decode(data["stats"].get(name), SCALES.get(name, US)) for name in STATS}
         t.slices = set(data["slices"])
         t.firsts = {int(task): (float(ti), ttft) for task, ti, ttft in data["firsts"]}
         return t

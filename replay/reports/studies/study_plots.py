@@ -96,20 +96,25 @@ def sweep_curves(rows: Sequence[dict[str, Any]], knee: int | None) -> Any:
 
 
 @styled
-def frontier(points: Sequence[dict[str, Any]], front: Sequence[dict[str, Any]], per: str) -> Any:
-    """Every level as a point (per-user speed, throughput per GPU); the frontier's points joined."""
+def frontier(
+    points: Sequence[dict[str, Any]],
+    front: Sequence[dict[str, Any]],
+    per: str,
+    xlabel: str = "per-user decode speed p25 (tokens/s)",
+) -> Any:
+    """Every level as a point (a per-user speed ``x``, throughput per GPU); the frontier's points joined."""
     fig = _figure(9, 3.8)
     ax = fig.subplots()
-    xs = [p["user_decode_tps_p25"] for p in points]
+    xs = [p["x"] for p in points]
     ys = [p["total_tps_per_gpu"] for p in points]
     ax.scatter(xs, ys, s=18, color="#aaaaaa", label="level", zorder=2)
     for p in points:
-        ax.annotate(str(p["concurrency"]), (p["user_decode_tps_p25"], p["total_tps_per_gpu"]), fontsize=7,
+        ax.annotate(str(p["concurrency"]), (p["x"], p["total_tps_per_gpu"]), fontsize=7,
                     xytext=(3, 3), textcoords="offset points")  # fmt: skip
-    fx = [p["user_decode_tps_p25"] for p in front]
+    fx = [p["x"] for p in front]
     fy = [p["total_tps_per_gpu"] for p in front]
     ax.plot(fx, fy, marker="o", color=COLOURS[0], label="Pareto frontier", zorder=3)
-    ax.set_xlabel("per-user decode speed p25 (tokens/s)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(f"total tokens/s per {per}")
     ax.set_xlim(0, max(xs, default=1.0) * 1.1)
     ax.set_ylim(0, max(ys, default=1.0) * 1.15)

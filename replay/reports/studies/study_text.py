@@ -50,6 +50,7 @@ SWEEP_COLUMNS = (
     ("answer p50", "ttfat_s.p50", "s"),
     ("decode p25", "user_decode_tps.p25", "tok/s"),
     ("decode p50", "user_decode_tps.p50", "tok/s"),
+    ("E2E intvty p90", "interactivity_e2e.p90", "tok/s"),
     ("cache hit", "cache.host_hit_ratio", "share"),
     ("errors", "error_rate", "share"),
 )
@@ -74,10 +75,14 @@ def sweep_text(sw: dict[str, Any]) -> str:
         grid(headers, rows),
         "",
         f"knee: {where}  [{knee['rule']}]" + (f"  ({knee['note']})" if knee.get("note") else ""),
-        f"Pareto frontier (per-user decode p25 against total tok/s per {'GPU' if sw['hardware']['gpus'] else 'host'}):"
+        f"Pareto frontier ({_x_label(sw)} against total tok/s per {'GPU' if sw['hardware']['gpus'] else 'host'}):"
         f" levels {front}",
     ]
     return "\n".join(lines)
+
+
+def _x_label(sw: dict[str, Any]) -> str:
+    return (sw.get("frontier_axes") or {}).get("x_label") or "per-user decode speed p25 (tokens/s)"
 
 
 def capacity_text(cap: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ LEVEL_COLUMNS = (
     ("answer p50", "ttfat_s.p50", secs),
     ("decode p25", "user_decode_tps.p25", lambda v: num(v, 1)),
     ("decode p50", "user_decode_tps.p50", lambda v: num(v, 1)),
+    ("E2E intvty p90", "interactivity_e2e.p90", lambda v: num(v, 1)),
     ("cache hit", "cache.host_hit_ratio", pct),
     ("errors", "error_rate", pct),
 )
@@ -70,31 +71,23 @@ def knee_section(sw: dict[str, Any]) -> Section:
 
 
 def frontier_section(sw: dict[str, Any]) -> Section:
+    from replay.studies.frontier import Axis, level_points
+
     per = "GPU" if sw["hardware"].get("gpus") else "host"
-    gpus = sw["hardware"].get("gpus") or 1
-    points = [
-        {
-            "concurrency": lv["concurrency"],
-            "user_decode_tps_p25": value(lv, "user_decode_tps.p25"),
-            "total_tps_per_gpu": (t / gpus) if (t := value(lv, "throughput.total_tps")) is not None else None,
-        }
-        for lv in sw["levels"]
-    ]
-    points = [p for p in points if p["user_decode_tps_p25"] is not None and p["total_tps_per_gpu"] is not None]
-    rows = [
-        [p["concurrency"], num(p["user_decode_tps_p25"], 1), num(p["total_tps_per_gpu"]), num(p["output_tps_per_gpu"])]
-        for p in sw["frontier"]
-    ]
+    axis = Axis.parse(sw.get("frontier_x"))
+    points = level_points([(lv["concurrency"], lv) for lv in sw["levels"]], sw["hardware"].get("gpus"), axis)
+    rows = [[p["concurrency"], num(p["x"], 1), num(p["total_tps_per_gpu"]), num(p["output_tps_per_gpu"])]
+            for p in sw["frontier"]]  # fmt: skip
     words = (
-        f"Levels no other level beats on both per-user decode speed (p25) and total tokens/s per {per}"
+        f"Levels no other level beats on both {axis.label} and total tokens/s per {per}"
         f" (GPUs: {sw['hardware'].get('gpus') or 'unknown'}): the settings worth choosing from."
+        f" The x axis is --frontier-x {axis.name}."
     )
-    headers = ["sessions", "decode p25", f"total tok/s per {per}", f"output tok/s per {per}"]
+    headers = ["sessions", axis.name, f"total tok/s per {per}", f"output tok/s per {per}"]
     body = paragraph(text(words)) + table(headers, rows)
     if points:
-        body += figure(
-            study_plots.frontier(points, sw["frontier"], per), "Grey: every level; blue: the frontier.", "frontier"
-        )
+        svg = study_plots.frontier(points, sw["frontier"], per, axis.label)
+        body += figure(svg, "Grey: every level; blue: the frontier.", "frontier")
     return Section("frontier", "Pareto frontier", body)
 
 

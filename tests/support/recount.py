@@ -1,0 +1,103 @@
+"""An independent recount, from the raw lines of a run file, of the figures the public leaderboards read (issue 27):
+E2E-normalised interactivity, goodput at a per-call SLO, and the InferenceX/AIPerf aggregate fields.
+
+Written from the definitions in docs/metrics.md and the run file's JSON alone: the standard library only, nothing of
+``replay``, every value kept (no histogram). Percentiles are the order statistic of nearest rank ⌈p·n/100⌉ (at least
+1), the definition docs/metrics.md gives; replay holds values at 3 significant digits, so its figure is within 0.1 % of
+this one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+
+def rank_percentile(values: list[float], p: float) -> float | None:
+    """The value of nearest rank ⌈p·n/100⌉, at least 1, among ``values`` sorted."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = max(1, math.ceil(round(p * len(ordered) / 100, 9)))
+    return ordered[min(k, len(ordered)) - 1]
+
+
+def read(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, float]]:
+    """(header, request records, task records, the first segment's phase marks) of a run file."""
+    header: dict[str, Any] = {}
+    requests, tasks, phases = [], [], {}
+    for line in Path(path).read_bytes().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        kind = rec.get("type")
+        if kind == "header":
+            header = rec
+        elif kind == "request":
+            requests.append(rec)
+        elif kind == "task":
+            tasks.append(rec)
+        elif kind == "phase":
+            phases.setdefault(rec["name"], rec["t"])
+    return header, requests, tasks, phases
+
+
+def window(phases: dict[str, float], requests: list[dict[str, Any]]) -> tuple[float, float]:
+    """The steady window [start, end) of a one-segment run that reached it: warm-up's end to the stop."""
+    end = phases.get("stop") or phases.get("end") or max(r["t_done"] or r["t_sent"] for r in requests)
+    return phases["steady_start"], end
+
+
+def _out(r: dict[str, Any]) -> int:
+    return r["output_tokens"] if r["output_tokens"] is not None else r["output_events"]
+
+
+def _in(r: dict[str, Any]) -> int:
+    return r["prompt_tokens"] if r["prompt_tokens"] is not None else r["prompt_tokens_est"]
+
+
+def measured(path: str | Path) -> list[dict[str, Any]]:
+    """The calls every per-call figure covers: not warm-up, successful, sent inside the steady window."""
+    _, requests, _, phases = read(path)
+    lo, hi = window(phases, requests)
+    return [r for r in requests if r.get("phase") != "warmup" and r["error"] is None and lo <= r["t_sent"] < hi]
+
+
+def seconds_per_token(calls: list[dict[str, Any]]) -> list[float]:
+    """Each call's end-to-end latency over its output tokens, if its latency, output, TTFT and input are all > 0."""
+    out = []
+    for r in calls:
+        if r["t_done"] is None or r["t_first_token"] is None:
+            continue
+        e2e, ttft, n = r["t_done"] - r["t_sent"], r["t_first_token"] - r["t_sent"], _out(r)
+        if e2e > 0 and ttft > 0 and n > 0 and _in(r) > 0:
+            out.append(e2e / n)
+    return out
+
+
+def interactivity_e2e(path: str | Path) -> dict[str, float | int | None]:
+    """1 / pX of seconds per output token (the slow tail inverted after the percentile), 1 / the mean, the spread
+    of the per-call speeds, and the calls counted."""
+    ratios = seconds_per_token(measured(path))
+    out: dict[str, float | int | None] = {}
+    for p in (50, 75, 90, 95):
+        v = rank_percentile(ratios, p)
+        out[f"p{p}"] = 1 / v if v else None
+    out["mean"] = 1 / statistics.fmean(ratios) if ratios else None
+    out["std"] = statistics.pstdev([1 / x for x in ratios]) if ratios else None
+    out["n"] = len(ratios)
+    return out
+
+
+def pareto(points: list[tuple[int, float, float]]) -> list[int]:
+    """The levels (concurrency, x, y) no other level matches or beats on both and beats on one, by concurrency."""
+    front = []
+    for c, x, y in points:
+        beaten = any(x2 >= x and y2 >= y and (x2 > x or y2 > y) for c2, x2, y2 in points if c2 != c)
+        if not beaten:
+            front.append(c)
+    return sorted(front)
