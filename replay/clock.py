@@ -21,6 +21,8 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import Any, TypeVar
 
+from replay.errors import ReplayError
+
 T = TypeVar("T")
 _SOURCE: ContextVar[Callable[[], float]] = ContextVar("replay_clock", default=perf_counter)
 STALL_S = 5.0  # wall seconds a virtual loop with no timer waits for another thread before it gives up
@@ -42,7 +44,7 @@ def reading(source: Callable[[], float]) -> Iterator[None]:
         _SOURCE.reset(token)
 
 
-class VirtualClockStalled(RuntimeError):
+class VirtualClockStalled(ReplayError, RuntimeError):
     """Every task of a virtual-clock run waits and no timer is set: nothing can ever wake it."""
 
 

@@ -111,7 +111,8 @@ def _needs(test: Callable[[Mode], bool], reason: str) -> Why:
 REQUESTS = ("dialect", "hosts_file", "model", "api", "api_key_env", "request_timeout", "stall_timeout",
             "max_response_bytes", "force_output_length", "extra_body", "headers", "connection", "service_tier",
             "speed", "route_sort", "route_order", "route_only", "no_fallbacks", "cache_control", "responses_state",
-            "rate_card", "max_rpm", "drain_timeout")  # fmt: skip
+            "rate_card", "max_rpm", "drain_timeout", "check_answers", "follow_redirects",
+            "source_addresses")  # fmt: skip
 
 RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
     (("sim_profile",), _sim_profile),
@@ -143,6 +144,12 @@ RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
     (
         ("recipe_min_duration",),
         _needs(lambda m: m.recipe == "agentx", "it shortens AgentX's minimum duration (900 s): give --recipe agentx"),
+    ),
+    (
+        ("ramp_up",),
+        _needs(
+            lambda m: not m.open_loop, "it spreads the closed loop's lanes' starts; an open loop's arrivals set them"
+        ),
     ),
     (("idle_cap",), _needs(lambda m: not m.tool_time_none, "--tool-time none takes no pause to cap")),
     (("ray_listen",), _needs(lambda m: m.ray, "where Ray's actors connect back: give --ray")),

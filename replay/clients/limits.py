@@ -9,8 +9,10 @@ import ipaddress
 import socket
 from pathlib import Path
 
+from replay.errors import ReplayError
 
-class LimitError(RuntimeError):
+
+class LimitError(ReplayError, RuntimeError):
     """The run would pass a limit of this machine: what, and the way round it (the run is refused)."""
 
 

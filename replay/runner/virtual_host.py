@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from replay import clock
+from replay.clients.answer_check import answer_check
 from replay.clients.errors import http_error_class
 from replay.clients.flavours.base import Conversation
 from replay.clients.usage import excerpt
@@ -153,3 +154,8 @@ class VirtualHost:
         rec.finish_reason = seq.finish_reason
         rec.prompt_tokens, rec.cached_tokens = seq.prompt_len, seq.cached_tokens or 0
         rec.output_tokens, rec.reasoning_tokens = n, r
+        # the client's free answer checks (clients.answer_check): the served length against the asked one; no text
+        # is read on the virtual clock, and its answers call no tools
+        rec.length_asked, rec.length_served = rec.max_tokens, n
+        rec.answer_check = answer_check(rec.max_tokens, n, rec.finish_reason, None, [], None,
+                                        answered=rec.t_first_answer is not None)  # fmt: skip

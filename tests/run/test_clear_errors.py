@@ -106,7 +106,8 @@ def test_too_few_open_files_for_the_concurrency_is_said_before_the_run(tmp_path:
         capture_output=True, text=True, preexec_fn=limit, timeout=60,
     )  # fmt: skip
     assert res.returncode == 1 and "Traceback" not in res.stderr
-    assert "--concurrency 256 needs about 576 open files" in res.stderr and "ulimit -n" in res.stderr
+    assert "256 sessions need about 576 open files" in res.stderr and "ulimit -n 576" in res.stderr
+    assert "lower --concurrency" in res.stderr
     assert not (tmp_path / "r.jsonl").exists()
 
 

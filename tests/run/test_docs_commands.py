@@ -30,6 +30,9 @@ FOREIGN = {
     "--num-cpus": "ray start", "--no-deps": "pip", "--keep-build": "pip (llama-cpp-python's build)",
     "--burst-phase-starts": "agentx-harness", "--ignore-trace-delays": "agentx-harness",
     "--unsafe-override": "agentx-harness",
+    "--dist": "pytest-xdist", "--enable-prefix-caching": "vLLM", "--allow-auto-truncate": "vLLM",
+    "--enable-auto-tool-choice": "vLLM", "--tool-call-parser": "vLLM", "--jinja": "llama-server",
+    "--no-jinja": "llama-server",
     "--unique": "scripts/sweep.py's, named as history (when figures of docs/simulated-host.md were made)",
 }  # fmt: skip
 

@@ -58,6 +58,7 @@ REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]
     (RUN, ["--slo-tier", "a:1:2"], [[], ["--recipe", "agentx"]], [["--recipe", "aa-agentperf"]]),
     (RUN, ["--recipe-min-duration", "10"], [[], ["--recipe", "aa-agentperf"]], [["--recipe", "agentx"]]),
     (RUN, ["--idle-cap", "5"], [["--tool-time", "none"]], [[]]),
+    (RUN, ["--ramp-up", "2"], [["--arrivals", "poisson:1"]], [[]]),
     (RUN, ["--ray-listen", "127.0.0.1"], [[]], [["--ray", "auto"]]),
     (RUN, ["--baseline-tolerance", "20%"], [[]], [["--baseline", CLAIMS]]),
     (RUN, ["--abort-on-fail"], [[]], [["--threshold", "ttft_p95<2s"]]),
@@ -77,7 +78,7 @@ for given in (["--dialect", "groq"], ["--model", "m"], ["--api", "completions"],
               ["--force-output-length"], ["--extra-body", "{}"], ["--header", "X-A:1"],
               ["--connection", "per-request"], ["--service-tier", "flex"], ["--rate-card", "input=1,output=2"],
               ["--max-rpm", "60"], ["--drain-timeout", "5"], ["--history", "live"], ["--retries", "2"],
-              ["--on-error", "end-task"]):  # fmt: skip
+              ["--on-error", "end-task"], ["--check-answers"], ["--follow-redirects"]):  # fmt: skip
     REFUSED.append((STUDIES, given, [V], [[]]))
 
 # Options that apply in every mode of the command, and why.
@@ -103,6 +104,9 @@ ALWAYS = {
     "scrape_metrics": "the host's /metrics (the simulated host has one)",
     "baseline": "the gate",
     "tokenizer": "the workload's counts",
+    "unrecorded_context": "the workload's context (padded or left out)",
+    "ramp_up": "the lanes' starts (a study's levels are closed loops; refused with --arrivals)",
+    "frontier_x": "the sweep frontier's speed axis",
     "reasoning_history": "the rendered prompts (the virtual clock counts them too)",
     "tool_calls": "the rendered prompts (the virtual clock counts them too)",
     "gpus": "per-GPU figures (default: the simulated profile's)",
@@ -137,6 +141,9 @@ ALWAYS = {
             "connection",
             "service_tier",
             "rate_card",
+            "check_answers",
+            "follow_redirects",
+            "source_addresses",
             "max_rpm",
             "drain_timeout",
             "history",

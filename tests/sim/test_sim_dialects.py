@@ -145,7 +145,9 @@ async def test_openrouter_provider_cost_and_processing_comments():
 async def test_vercel_provider_metadata():
     ((_, events, _, _),) = await chat_turns("vercel")
     routing = finish_chunk(events)["provider_metadata"]["gateway"]["routing"]
-    assert routing == {"finalProvider": "primary", "fallbacksAvailable": []}
+    assert routing["finalProvider"] == "primary" and routing["fallbacksAvailable"] == []
+    # one model attempt, one provider attempt: no fallback (the Vercel gateway's modelAttempts, docs/providers.md)
+    assert routing["modelAttempts"] == [{"canonicalSlug": "m", "providerAttemptCount": 1, "success": True}]
 
 
 async def test_deepseek_cache_hit_and_miss_tokens():

@@ -3,12 +3,10 @@
 import asyncio
 import dataclasses
 import itertools
-import types
 
 import numpy as np
 import pytest
 
-from replay.sim.core import engine as engine_module
 from replay.sim.core.engine import ABORTED, FINISHED, RUNNING, WAITING, EngineCore, SimEngine, step_shape
 from replay.sim.core.profiles import GB, PROFILES, SimProfile, get_profile
 from replay.sim.core.step_table import StepShape
@@ -197,8 +195,8 @@ def test_abort_gives_back_blocks_and_slot():
     assert core.schedule(1.0) is None
 
 
-async def test_real_time_steps_are_anchored_and_due_tokens_coalesce(monkeypatch):
-    """The wall-clock driver on a clock the test moves (the engine module's perf_counter), so a busy machine changes
+async def test_real_time_steps_are_anchored_and_due_tokens_coalesce():
+    """The wall-clock driver on a clock the test moves (the engine's clock, handed to it), so a busy machine changes
     nothing: a token falls due at its step's end; the tokens that fell due while the loop ran late come in one
     wake-up; and token times stay on the steps' schedule, however late the loop woke."""
     profile = dataclasses.replace(FAST, step_overhead_s=0.009)  # ~10 ms steps
@@ -209,8 +207,7 @@ async def test_real_time_steps_are_anchored_and_due_tokens_coalesce(monkeypatch)
     assert len(ends) == 6  # the prefill's step gives the first token, then one step per token
     t0 = 100.0
     clock = [t0]
-    monkeypatch.setattr(engine_module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
-    engine = SimEngine(profile)
+    engine = SimEngine(profile, clock=lambda: clock[0])
     seq = engine.core.new_seq("r", prompt(10), 6)
     engine.submit(seq)
     while seq.t_scheduled is None:  # the driver's first turn: the first step starts at t0

@@ -80,7 +80,7 @@ def test_figures_of_a_known_workload(tmp_path):
     assert (pooled["trajectories"], pooled["subagent_trajectories"], pooled["turns"]) == (2, 1, 4)
     text = to_text(report)
     assert "pooled: 2 trajectories (1 subagent), 4 turns" in text
-    assert f"prefix reuse: pooled {100 * report['prefix_reuse_pooled']:.1f}%" in text
+    assert f"prefix reuse (replay's: whole messages, tokens): pooled {100 * report['prefix_reuse_pooled']:.1f}%" in text
     assert "↳ sub" in text
 
 
