@@ -66,8 +66,10 @@ class ClosedLoop(LoadModel):
         try:
             ramp = run.load.ramp_up(run.plan.sessions)
             if ramp and slot:  # lane k of N starts k/N of the ramp-up after the start (or at the stop)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(run.stop.wait(), run.t0 + ramp * slot / run.plan.sessions - now())
+                due = run.t0 + ramp * slot / run.plan.sessions
+                while not run.stop.is_set() and (left := due - now()) > 0:  # a loop's timer may fire a little early
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(run.stop.wait(), left)
             while not run.stop.is_set():
                 index = await self.take(run)
                 if index is None:

@@ -76,8 +76,10 @@ def _routes(s: dict[str, Any]) -> list[str]:
     load = s.get("speed_by_load") or {}
     if load.get("split") and load.get("rows"):
         cells = " · ".join(f"{_tps(r['user_decode_tps_p50'])} at {r['inflight']}" for r in load["rows"])
-        out.append("  per-user decode speed varies with load (no model, route or tier behind it): p50 tok/s"
-                   f" by calls in flight: {cells}")  # fmt: skip
+        out += [
+            "  per-user decode speed varies with load (no model, route or tier behind it);",
+            f"    p50 tok/s by calls in flight: {cells}",
+        ]
     return out
 
 

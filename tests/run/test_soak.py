@@ -141,7 +141,8 @@ def test_a_slower_host_than_the_baseline_fails_the_night(tmp_path: Path) -> None
     work = tmp_path / "w.jsonl"
     for i in range(6):
         write_trajectory(work, f"w{i}", simple_turns(40, output_tokens=8))
-    args = [str(work), "-c", "4", "--tool-time", "none", "--duration", "4", "--window", "0.5", "-q", "--json"]
+    args = [str(work), "-c", "4", "--tool-time", "none", "--duration", "5", "--warmup", "1", "--window", "0.5", "-q",
+            "--json"]  # fmt: skip
     base = tmp_path / "last-night.jsonl"
     steady, slow = tmp_path / "steady.toml", tmp_path / "slow.toml"
     steady.write_text('base = "fast"\nname = "steady"\nstep_overhead_s = 0.01\n')
