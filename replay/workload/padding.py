@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from replay.workload.filler_words import vocabulary
 from replay.workload.history import content_text
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, Tokenizer
 
@@ -61,7 +62,6 @@ class PadCount:
 
 def _words(key: str, n: int) -> str:
     """``n`` words drawn for ``key``, one cl100k token each after a space (the block traces' word list)."""
-    from replay.workload.importers._blocks import vocabulary  # the importers import the loader: import late
 
     return "".join(random.Random(f"unrecorded\x00{key}").choices(vocabulary(), k=n)) if n > 0 else ""
 
