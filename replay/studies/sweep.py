@@ -19,7 +19,7 @@ from typing import Any
 from replay import __version__
 from replay.hosts.hardware import Hardware, per_unit
 from replay.metrics.level_figures import value
-from replay.studies.frontier import Axis, pareto_frontier
+from replay.studies.frontier import Axis, level_points, pareto_frontier
 from replay.studies.knee import Rule, SloRule, find_knee, parse_rule, slo_checks
 from replay.studies.levels import Level, Runner
 from replay.studies.study_files import level_entry, level_summary, read_index, run_path, write_json
@@ -103,6 +103,7 @@ def build(index: dict[str, Any], levels: list[Level]) -> dict[str, Any]:
         "knee": find_knee(pairs, rule),
         **extra,
         "frontier": pareto_frontier(pairs, hw.gpus, axis),
+        "frontier_points": level_points(pairs, hw.gpus, axis),  # every level with both figures (the page's grey)
         "frontier_axes": {
             "x": axis.path,
             "x_label": axis.label,

@@ -71,22 +71,21 @@ def knee_section(sw: dict[str, Any]) -> Section:
 
 
 def frontier_section(sw: dict[str, Any]) -> Section:
-    from replay.studies.frontier import Axis, level_points
-
     per = "GPU" if sw["hardware"].get("gpus") else "host"
-    axis = Axis.parse(sw.get("frontier_x"))
-    points = level_points([(lv["concurrency"], lv) for lv in sw["levels"]], sw["hardware"].get("gpus"), axis)
+    name = sw.get("frontier_x") or "user_decode_tps_p25"
+    label = (sw.get("frontier_axes") or {}).get("x_label") or name
+    points = sw.get("frontier_points") or []  # the sweep's JSON holds them (a sweep file older than that: no plot)
     rows = [[p["concurrency"], num(p["x"], 1), num(p["total_tps_per_gpu"]), num(p["output_tps_per_gpu"])]
             for p in sw["frontier"]]  # fmt: skip
     words = (
-        f"Levels no other level beats on both {axis.label} and total tokens/s per {per}"
+        f"Levels no other level beats on both {label} and total tokens/s per {per}"
         f" (GPUs: {sw['hardware'].get('gpus') or 'unknown'}): the settings worth choosing from."
-        f" The x axis is --frontier-x {axis.name}."
+        f" The x axis is --frontier-x {name}."
     )
-    headers = ["sessions", axis.name, f"total tok/s per {per}", f"output tok/s per {per}"]
+    headers = ["sessions", name, f"total tok/s per {per}", f"output tok/s per {per}"]
     body = paragraph(text(words)) + table(headers, rows)
     if points:
-        svg = study_plots.frontier(points, sw["frontier"], per, axis.label)
+        svg = study_plots.frontier(points, sw["frontier"], per, label)
         body += figure(svg, "Grey: every level; blue: the frontier.", "frontier")
     return Section("frontier", "Pareto frontier", body)
 
