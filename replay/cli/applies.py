@@ -151,6 +151,7 @@ RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
             lambda m: not m.open_loop, "it spreads the closed loop's lanes' starts; an open loop's arrivals set them"
         ),
     ),
+    (("recipe_fingerprint",), _needs(lambda m: bool(m.recipe), "the corpus a recipe run requires: give --recipe")),
     (("idle_cap",), _needs(lambda m: not m.tool_time_none, "--tool-time none takes no pause to cap")),
     (("ray_listen",), _needs(lambda m: m.ray, "where Ray's actors connect back: give --ray")),
     (("baseline_tolerance",), _needs(lambda m: m.baseline, "the baseline gate's tolerance: give --baseline")),

@@ -92,9 +92,10 @@ def _facts(t: Any, workload: Any) -> Any:
 
         profile = PROFILES.get(t.spec.sim_profile)
         description = profile.description if profile else None
-    names, mean_out = "", None
+    names, mean_out, fingerprint = "", None, ""
     if workload is not None:
+        fingerprint = workload.fingerprint
         names = ", ".join(Path(p).name for p in workload.paths)
         outs = [turn.output_tokens for traj in workload.trajectories for turn in traj.turns]
         mean_out = sum(outs) / len(outs) if outs else None
-    return HostFacts(t.label, t.hardware, description, model, names, mean_out)
+    return HostFacts(t.label, t.hardware, description, model, names, mean_out, fingerprint)

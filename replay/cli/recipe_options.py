@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import click
@@ -28,6 +29,12 @@ RECIPE = [
     click.option(
         "--recipe-min-duration",
         help="Shorten the recipe's minimum duration (agentx: 900 s) for a smoke test; the summary says so.",
+    ),
+    click.option(
+        "--recipe-fingerprint",
+        metavar="sha256:HEX",
+        help="The workload fingerprint the recipe run requires (replay inspect prints a workload's; AgentX pins "
+        "the corpus semianalysis_cc_traces_weka_062126): a run on another corpus is not submission_valid.",
     ),
     click.option(
         "--start-at",
@@ -105,6 +112,7 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
     except click.BadParameter as exc:
         raise _bad("--recipe-min-duration", exc.message) from None
     facts = RecipeFacts(
+        fingerprint=_fingerprint(opts.get("recipe_fingerprint")),
         gpus=_one(opts.get("gpus")),
         power_kw=_one(opts.get("power_kw")),
         price_per_hour=_one(opts.get("price_per_hour")),
@@ -118,6 +126,16 @@ def with_recipe(spec: Any, opts: dict[str, Any]) -> Any:
         asked = {k for k in ("duration", "tasks") if opts.get(k) is not None}
         spec = apply_recipe(spec, get_recipe(opts["recipe"]), asked)
     return spec
+
+
+def _fingerprint(text: str | None) -> str | None:
+    """A workload fingerprint as ``replay inspect`` prints it (``sha256:`` and 64 hex digits)."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if not re.fullmatch(r"sha256:[0-9a-f]{64}", value):
+        raise _bad("--recipe-fingerprint", f"{text!r}: expected sha256: and 64 hex digits, as replay inspect prints")
+    return value
 
 
 def _one(value: Any) -> Any:

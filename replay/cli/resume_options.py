@@ -89,6 +89,7 @@ def _recipe(h: dict[str, Any]) -> dict[str, Any]:
         "price_per_hour": (recipe["price_per_hour"],) if recipe.get("price_per_hour") else (),
         "slo_tiers": tiers if recipe.get("name") == "aa-agentperf" else (),
         "recipe_min_duration": _text(recipe.get("min_duration_s")) if recipe.get("min_duration_shortened") else None,
+        "recipe_fingerprint": (recipe.get("corpus") or {}).get("fingerprint"),
         "arrivals": ol.get("arrivals"), "max_live": ol.get("max_live") if ol else None,
         "thresholds": tuple(h.get("thresholds") or ()), "abort_on_fail": bool(h.get("abort_on_fail")),
         "window": _text(h.get("window_s")), "scrape_metrics": h.get("scrape_metrics"),

@@ -60,6 +60,11 @@ class Window:
         return self.start <= t < self.end
 
 
+# The header's workload entries the summary's ``run.workload`` repeats.
+WORKLOAD_KEYS = ("paths", "digest", "fingerprint", "trajectories", "turns", "unrecorded_context", "padded_tokens",
+                 "images")  # fmt: skip
+
+
 def window_from(phases: dict[str, float], first_sent: float, last_done: float) -> Window:
     """From the phase marks: opens after warm-up, closes when the stop was called (the requests' own times
     stand in for marks a damaged file lacks)."""
@@ -233,10 +238,7 @@ def run_identity(header: dict[str, Any]) -> RunIdentity:
         tasks=load.get("tasks"),
         tool_time=load.get("tool_time"),
         seed=load.get("seed"),
-        workload={
-            k: workload.get(k)
-            for k in ("paths", "digest", "trajectories", "turns", "unrecorded_context", "padded_tokens", "images")
-        },
+        workload={k: workload.get(k) for k in WORKLOAD_KEYS},
         created=header.get("created"),
         replay_version=header.get("replay_version"),
     )

@@ -71,8 +71,20 @@ def _aa(aa: dict[str, Any]) -> list[str]:
 
 def _validity(s: dict[str, Any]) -> list[str]:
     if s.get("submission_valid"):
-        return [f"  {s['recipe']} submission: valid"]
-    return [f"  {s['recipe']} submission: INVALID"] + [f"    {r}" for r in s.get("invalid_reasons") or ()]
+        lines = [f"  {s['recipe']} submission: valid"]
+    else:
+        lines = [f"  {s['recipe']} submission: INVALID"] + [f"    {r}" for r in s.get("invalid_reasons") or ()]
+    return lines + _corpus(s.get("corpus"))
+
+
+def _corpus(c: Any) -> list[str]:
+    """Which corpus ran, and whether it is the one the run required (docs/recipes.md)."""
+    if not isinstance(c, dict) or not c.get("fingerprint"):
+        return []
+    if c.get("matches") is None:
+        return [f"  corpus: workload fingerprint {c['fingerprint']} (not checked: no --recipe-fingerprint)"]
+    said = "the one required" if c["matches"] else f"not the one required ({c['required']})"
+    return [f"  corpus: workload fingerprint {c['fingerprint']}, {said}"]
 
 
 def _beside(b: dict[str, Any]) -> list[str]:

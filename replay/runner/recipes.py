@@ -36,6 +36,7 @@ class Recipe:
     max_error_rate: float | None = None  # more than this share of calls failing: invalid
     min_metric_coverage: float | None = None  # share of 1 s slices of the window with a TTFT or token in them
     figures: tuple[str, ...] = ()
+    corpus: str | None = None  # the public corpus the method pins (its name: replay does not ship it)
 
 
 AGENTX = Recipe(
@@ -54,6 +55,7 @@ AGENTX = Recipe(
     max_error_rate=0.10,
     min_metric_coverage=0.95,
     figures=("agentx",),
+    corpus="semianalysis_cc_traces_weka_062126",  # agentx-harness's pinned public corpus (docs/recipes.md)
 )
 
 AA_AGENTPERF = Recipe(name="aa-agentperf", force_output_length=True, figures=("aa",))
@@ -68,6 +70,7 @@ class RecipeFacts:
     price_per_hour: float | None = None  # USD an hour for the whole host (--price-per-hour): the run's hourly cost
     slo_tiers: tuple[tuple[str, float, float], ...] = DEFAULT_SLO_TIERS
     min_duration_s: float | None = None  # the recipe's minimum, shortened for a smoke test (stated in the summary)
+    fingerprint: str | None = None  # the workload fingerprint the run must have (--recipe-fingerprint)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -97,6 +100,7 @@ def header_block(recipe: Recipe | None, facts: RecipeFacts) -> dict[str, Any]:
             "max_error_rate": recipe.max_error_rate,
             "min_metric_coverage": recipe.min_metric_coverage,
             "figures": list(recipe.figures),
+            "corpus": {"name": recipe.corpus, "fingerprint": facts.fingerprint},
         }
     return block
 

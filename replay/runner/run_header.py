@@ -60,6 +60,7 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         "workload": {
             "paths": workload.paths,
             "digest": workload.digest,
+            "fingerprint": workload.fingerprint,  # the corpus, whatever its files (workload/fingerprint.py)
             "trajectories": len(workload.trajectories),
             "turns": workload.turns,
             "tokenizer": workload.tokenizer,

@@ -43,7 +43,7 @@ DEFINITIONS = {
     "what-if": "tasks.projected_wall_s: wall - model + model / k, the model part k times faster, the rest unchanged",
 }
 CHECKS = ("at_least", "at_most", "within")
-CONDITIONS = ("concurrency", "percentile", "gpus", "hardware", "model", "workload", "output_tokens")
+CONDITIONS = ("concurrency", "percentile", "gpus", "hardware", "model", "workload", "fingerprint", "output_tokens")
 
 
 class ClaimsError(ReplayError, ValueError):
@@ -73,6 +73,7 @@ class Defaults:
     window_s: float | None = None
     warmup_s: float | None = None
     peak_levels: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    fingerprint: str | None = None  # the workload fingerprint every claim requires (a claim's own overrides it)
 
 
 def load_claims(path: str | Path) -> tuple[Defaults, list[Claim]]:
@@ -99,6 +100,14 @@ def seconds(value: object) -> float:
     return float(m.group(1)) * {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
 
 
+def fingerprint(value: object) -> str:
+    """A workload fingerprint as ``replay inspect`` prints it: ``sha256:`` and 64 hex digits."""
+    text = str(value).strip().lower()
+    if not isinstance(value, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", text):
+        raise ClaimsError(f"fingerprint {value!r}: expected sha256: and 64 hex digits, as replay inspect prints")
+    return text
+
+
 def _defaults(path: Path, d: dict[str, Any]) -> Defaults:
     try:
         out = Defaults()
@@ -108,6 +117,8 @@ def _defaults(path: Path, d: dict[str, Any]) -> Defaults:
         out.warmup_s = seconds(d["warmup"]) if "warmup" in d else None
         if "peak_levels" in d:
             out.peak_levels = tuple(int(c) for c in d["peak_levels"])
+        if "fingerprint" in d:
+            out.fingerprint = fingerprint(d["fingerprint"])
         return out
     except (ValueError, TypeError, UnitError) as exc:
         raise ClaimsError(f"{path}: [verify]: {exc}") from None
@@ -141,6 +152,10 @@ def _measure(name: str, c: dict[str, Any], defaults: Defaults) -> Claim:
     unknown = set(cond) - set(CONDITIONS)
     if unknown:
         raise ClaimsError(f"conditions {sorted(unknown)}: expected some of {', '.join(CONDITIONS)}")
+    if "fingerprint" in cond:
+        cond["fingerprint"] = fingerprint(cond["fingerprint"])
+    elif defaults.fingerprint:
+        cond["fingerprint"] = defaults.fingerprint
     concurrency = cond.get("concurrency")
     if concurrency is None or not (concurrency == "peak" or (isinstance(concurrency, int) and concurrency >= 1)):
         raise ClaimsError("conditions.concurrency: expected a number of concurrent agents (>= 1) or 'peak'")

@@ -4,7 +4,8 @@ Every concurrency the claims name is run once by the study's runner (real time o
 at the same level share a run. Each measured claim reads its figure from that run's summary (the percentile it
 names, where the summary has it), converts it with ``claim_units.from_base`` and is judged at its tolerance; a
 ``peak`` claim takes the best level of ``peak_levels``. Conditions the host or workload cannot be shown to meet
-(other hardware, another model, another workload, output lengths far from the claim's) are listed, not hidden.
+(other hardware, another model, another workload or corpus fingerprint, output lengths far from the claim's) are
+listed, not hidden.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class HostFacts:
     model: str | None = None
     workload: str = ""
     mean_output_tokens: float | None = None
+    fingerprint: str = ""  # the workload's (workload/fingerprint.py)
 
 
 def verdict(claimed: float, measured: float | None, check: str, tolerance: float) -> str:
@@ -93,6 +95,10 @@ def conditions(claim: Claim, facts: HostFacts) -> tuple[list[str], list[str]]:
     if "workload" in cond:
         ok = str(cond["workload"]).lower() in ("any", facts.workload.lower())
         (matched if ok else unmatched).append(f"workload: claimed {cond['workload']!r}, replayed {facts.workload!r}")
+    if "fingerprint" in cond:
+        ok = cond["fingerprint"] == facts.fingerprint
+        text = f"fingerprint: claimed {cond['fingerprint']}, replayed {facts.fingerprint or 'unknown'}"
+        (matched if ok else unmatched).append(text if ok else text + " (another corpus)")
     if "output_tokens" in cond and facts.mean_output_tokens is not None:
         want, mean = float(cond["output_tokens"]), facts.mean_output_tokens
         ok = abs(mean - want) <= OUTPUT_LENGTH_SLACK * want

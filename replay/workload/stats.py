@@ -60,6 +60,7 @@ class Loaded:
     trajectories: list[Trajectory] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     padding: dict[str, Any] | None = None  # with --unrecorded-context pad: what the padding added
+    fingerprint: str = ""  # the corpus's (workload/fingerprint.py): what a run's header carries
 
 
 def load(paths: Iterable[str | Path], fmt: str = "auto", unrecorded_context: str = "omit") -> Loaded:
@@ -98,6 +99,7 @@ def load(paths: Iterable[str | Path], fmt: str = "auto", unrecorded_context: str
             raise ImportFailure(", ".join(map(str, paths)) or "(none)", "", "no trajectories found")
         workload = load_workload(files, unrecorded_context=unrecorded_context)
         loaded.trajectories = workload.trajectories
+        loaded.fingerprint = workload.fingerprint
         if unrecorded_context == "pad":
             loaded.padding = workload.padding.public("pad")
     return loaded
@@ -320,6 +322,7 @@ def summarize(loaded: Loaded) -> dict[str, Any]:
         "prefix_reuse_mean": pooled["prefix_reuse_mean"],
         "skipped": [{"path": p, "reason": r} for p, r in loaded.skipped],
         "padding": loaded.padding,
+        "fingerprint": loaded.fingerprint,
     }
 
 

@@ -138,6 +138,8 @@ def to_text(report: dict[str, Any]) -> str:
             f"  unrecorded context padded: {pad['padded_tokens']:,} tokens in the requests ({share} of their prompt"
             f" tokens), {plural(pad['trajectories'], 'trajectory')}, heads {pad['head_tokens']:,} tokens"
         )
+    if report.get("fingerprint"):
+        out.append(f"  workload fingerprint {report['fingerprint']} (its content, whatever the files: docs/recipes.md)")
     return "\n".join(out)
 
 

@@ -19,6 +19,7 @@ import orjson
 
 from replay import compact_json
 from replay.errors import ReplayError
+from replay.workload.fingerprint import recorded, trajectory_digest, workload_fingerprint
 from replay.workload.history import HistoryPolicy, content_text
 from replay.workload.images import chat_images, content_image_tokens, is_image, with_image_sizes
 from replay.workload.padding import MODES, PadCount, pad_turns
@@ -113,6 +114,7 @@ class Trajectory:
     source: dict[str, Any] = field(default_factory=dict)
     origin: str = ""  # "path:line" of the header
     subagent: bool = False  # runs only when spawned, never as a task of its own
+    digest: bytes = b""  # sha256 of what it holds (workload/fingerprint.py): the workload's fingerprint's part
 
 
 @dataclass(slots=True)
@@ -126,6 +128,7 @@ class Workload:
     builder: MessageBuilder | None = None  # how messages were rendered; sessions use it for live answers
     unrecorded_context: str = "omit"  # pad | omit: whether the context recordings left out was put back
     padding: PadCount = field(default_factory=PadCount)  # what padding added (all zero with omit)
+    fingerprint: str = ""  # the corpus: its content, whatever the files or their order (workload/fingerprint.py)
 
     @property
     def images(self) -> int:
@@ -251,6 +254,17 @@ class MessageBuilder:
     def output(self, output: dict[str, Any]) -> Message:
         wire = self.policy.output_message(output)
         return Message(compact_json.dumps(wire), message_tokens(wire, self.tokenizer), role=wire.get("role", ""))
+
+    @property
+    def renders_as_recorded(self) -> bool:
+        """Whether a message's wire bytes are the recorded message's (the policy renders appended messages as they
+        are unless it flattens tool calls into text)."""
+        return self.policy.tool_calls == "native"
+
+    def recorded_bytes(self, raw: dict[str, Any]) -> bytes:
+        """The bytes ``message`` makes of ``raw`` under the default policy (for the fingerprint, where the wire's
+        differ: a flattened or padded message)."""
+        return orjson.dumps(chat_images(with_image_sizes(raw)))
 
 
 def output_as_message(output: dict[str, Any]) -> dict[str, Any]:
@@ -412,12 +426,20 @@ def parse_lines(
         if not pending:
             raise TrajectoryError(path, int(current.origin.rsplit(":", 1)[1]), "", "trajectory has no turns")
         objs = [obj for _, obj in pending]
+        # the turns as recorded, before padding changes them (for the fingerprint; a bad turn is refused below)
+        as_recorded = [(o.get("truncate_to"), list(a) if isinstance(a := o.get("append"), list) else [])
+                       if isinstance(o, dict) else (None, []) for o in objs]  # fmt: skip
         added = None
         if pad is not None and all(isinstance(o, dict) and isinstance(o.get("append", []), list) for o in objs):
             added = pad_turns(objs, current.model, current.id, build.tokenizer)
         for c, obj in pending:
             current.turns.append(_parse_turn(c, obj, len(current.turns), build))
         _annotate(current, path, [c.line for c, _ in pending])
+        messages = [
+            recorded(build, obj.get("append") or (), [m.wire for m in turn.append], rec[1])
+            for turn, obj, rec in zip(current.turns, objs, as_recorded, strict=True)
+        ]
+        current.digest = trajectory_digest(current, messages, [rec[0] for rec in as_recorded])
         if added is not None and added.trajectories:
             added.prompt_tokens = sum(t.prompt_tokens_est for t in current.turns)
             current.source = {**current.source, "padded": added.public("pad")}
@@ -553,6 +575,7 @@ def load_workload(
         trajectories=trajectories,
         paths=[str(f) for f in files],
         digest="sha256:" + digest.hexdigest(),
+        fingerprint=workload_fingerprint(t.digest for t in trajectories),
         tokenizer=tokenizer.name,
         builder=build,
         unrecorded_context=unrecorded_context,

@@ -57,6 +57,7 @@ REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]
     (RUN, ["-c", "4"], [["--arrivals", "poisson:1", "--max-live", "3"]], [[], ["--arrivals", "poisson:1"]]),
     (RUN, ["--slo-tier", "a:1:2"], [[], ["--recipe", "agentx"]], [["--recipe", "aa-agentperf"]]),
     (RUN, ["--recipe-min-duration", "10"], [[], ["--recipe", "aa-agentperf"]], [["--recipe", "agentx"]]),
+    (RUN, ["--recipe-fingerprint", "sha256:" + "0" * 64], [[]], [["--recipe", "agentx"], ["--recipe", "aa-agentperf"]]),
     (RUN, ["--idle-cap", "5"], [["--tool-time", "none"]], [[]]),
     (RUN, ["--ramp-up", "2"], [["--arrivals", "poisson:1"]], [[]]),
     (RUN, ["--ray-listen", "127.0.0.1"], [[]], [["--ray", "auto"]]),

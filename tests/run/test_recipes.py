@@ -18,6 +18,7 @@ from replay.metrics.summary import steady_window, summarize
 from replay.metrics.windows import rebuild
 from replay.records.reader import read_run
 from replay.workload.importers import import_paths, write_canonical
+from replay.workload.trajectory import load_workload
 from tests.support.paths import SHARED
 
 WEKA = SHARED / "trajectories" / "real" / "weka" / "sample_trace_with_subagent.json"
@@ -82,11 +83,24 @@ def test_warmup_calls_are_marked_and_in_no_figure(short_run) -> None:
         assert rebuilt[key] == summary[key] == windows[key], key
 
 
-def test_a_sixty_second_run_is_invalid_and_says_why(weka, tmp_path) -> None:
-    """The verdict judges the configured duration: the run is cut by a signal-free task stop to stay short."""
-    summary, _ = _run(weka, tmp_path, "--duration", "60", "--tasks", "1")
+def test_a_sixty_second_run_on_another_corpus_is_invalid_and_says_why(weka, tmp_path) -> None:
+    """The verdict judges the configured duration: the run is cut by a signal-free task stop to stay short. The
+    run requires another corpus's fingerprint, so that is a reason too."""
+    other = "sha256:" + "0f" * 32
+    summary, run = _run(weka, tmp_path, "--duration", "60", "--tasks", "1", "--recipe-fingerprint", other)
     assert summary["submission_valid"] is False
     assert any(r.startswith("benchmark_duration_below_minimum: 60 s") for r in summary["invalid_reasons"])
+    have = load_workload([weka]).fingerprint
+    assert run.header["workload"]["fingerprint"] == summary["run"]["workload"]["fingerprint"] == have
+    assert run.header["recipe"]["corpus"] == {"name": "semianalysis_cc_traces_weka_062126", "fingerprint": other}
+    reasons = [r for r in summary["invalid_reasons"] if r.startswith("corpus_mismatch:")]
+    assert reasons == [f"corpus_mismatch: the workload's fingerprint is {have}, the run requires {other}"
+                       " (semianalysis_cc_traces_weka_062126)"]  # fmt: skip
+    assert summary["corpus"] == {"name": "semianalysis_cc_traces_weka_062126", "required": other,
+                                 "fingerprint": have, "matches": False}  # fmt: skip
+    assert summarize(run)["invalid_reasons"] == summary["invalid_reasons"]  # from the run file alone
+    text = CliRunner().invoke(main, ["report", str(tmp_path / "run.jsonl")]).output
+    assert f"  corpus: workload fingerprint {have}, not the one required ({other})" in text.splitlines()
 
 
 def test_interactivity_and_per_gpu_throughput(short_run) -> None:
@@ -108,8 +122,11 @@ def test_a_run_long_enough_without_errors_is_valid(weka, tmp_path) -> None:
     """The fast profile and a 30 s minimum (--recipe-min-duration) stand in for AgentX's 900 s. 30 s, not less:
     the first second after the barrier holds no call (every lane first waits its carried pause, 1 s at least in
     this trace), and AgentX wants 95 % of the window's seconds to see tokens."""
-    summary, run = _run(weka, tmp_path, "--duration", "30", "--recipe-min-duration", "30", "-c", "16")
+    pin = load_workload([weka]).fingerprint  # the corpus the run requires is the one it replays
+    summary, run = _run(weka, tmp_path, "--duration", "30", "--recipe-min-duration", "30", "-c", "16",
+                        "--recipe-fingerprint", pin)  # fmt: skip
     assert summary["errors"] == 0
     assert summary["submission_valid"] is True, summary["invalid_reasons"]
+    assert summary["corpus"]["matches"] is True and summary["corpus"]["required"] == pin
     assert summary["metric_coverage"] >= 0.95
     assert run.header["recipe"]["min_duration_s"] == 30 and run.header["recipe"]["min_duration_shortened"]

@@ -5,7 +5,9 @@
 - more than 10 % of calls failed: AIPerf cancels the run (``--failed-request-threshold 0.10``);
 - the run was stopped early (a signal, an abort): ``run_cancelled``;
 - under 95 % of the window's 1 s slices saw a first token or a token: ``insufficient_profile_metric_coverage``;
-- a locked setting was changed: trace delays (``--tool-time``), cache busting (``--no-salt-tasks``), forced length.
+- a locked setting was changed: trace delays (``--tool-time``), cache busting (``--no-salt-tasks``), forced length;
+- the workload is not the corpus the run requires (``--recipe-fingerprint``; AIPerf marks a local trace directory
+  ``unsafe_override``): ``corpus_mismatch``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,26 @@ def submission(
         reasons.append(f"insufficient_profile_metric_coverage: {got} of 1 s slices saw tokens (< {need:.0%})")
     if recipe.get("name") == "agentx":
         reasons += _locks(header, footer)
-    return {"submission_valid": not reasons, "invalid_reasons": reasons, "metric_coverage": share}
+    corpus = _corpus(recipe, header)
+    if corpus["matches"] is False:
+        pinned = f" ({corpus['name']})" if corpus.get("name") else ""
+        reasons.append(f"corpus_mismatch: the workload's fingerprint is {corpus['fingerprint'] or 'unknown'}, the run"
+                       f" requires {corpus['required']}{pinned}")  # fmt: skip
+    return {"submission_valid": not reasons, "invalid_reasons": reasons, "metric_coverage": share, "corpus": corpus}
+
+
+def _corpus(recipe: dict[str, Any], header: dict[str, Any]) -> dict[str, Any]:
+    """The corpus the recipe pins (by name), the fingerprint the run requires, the workload's and whether they match
+    (None when no fingerprint was required: then nothing was checked)."""
+    pinned = recipe.get("corpus") or {}
+    required = pinned.get("fingerprint")
+    have = (header.get("workload") or {}).get("fingerprint")
+    return {
+        "name": pinned.get("name"),
+        "required": required,
+        "fingerprint": have,
+        "matches": None if not required else have == required,
+    }
 
 
 def _locks(header: dict[str, Any], footer: dict[str, Any] | None) -> list[str]:
