@@ -40,6 +40,7 @@ class Step:
 
 def steps(work: Path) -> list[Step]:
     run, soak, log = (str(work / name) for name in ("run.jsonl", "soak.jsonl", "requests.jsonl"))
+    sweep_br = str(work / "sweep-br.json")
     return [
         Step("--help", ["--help"]),
         Step("run", ["run", "-q", "-c", "2", "--tasks", "2", *QUICK, "--out", run]),
@@ -56,6 +57,8 @@ def steps(work: Path) -> list[Step]:
         Step("compare --html", ["compare", run, run, "--html", str(work / "c.html")], extra="plots"),
         Step("sweep --virtual", ["sweep", "-c", "1,2", *STUDY, "--out", str(work / "sweep")]),
         Step("report sweep.json", ["report", str(work / "sweep" / "sweep.json")]),
+        Step("export --format llm-d", ["export", run, "--format", "llm-d", "-o", str(work / "br.json")]),
+        Step("export sweep.json", ["export", str(work / "sweep" / "sweep.json"), "--format", "llm-d", "-o", sweep_br]),
         Step(
             "sweep --virtual --html",
             ["sweep", "-c", "1", *STUDY, "--out", str(work / "sweep2"), "--html", str(work / "sweep.html")],

@@ -1,4 +1,4 @@
-"""Command line: ``replay run | report | sweep | capacity | compare | claims | sim | probe | import | inspect |
+"""Command line: ``replay run | report | sweep | capacity | compare | claims | export | sim | probe | import | inspect |
 synth``, one module per command family."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from replay import __version__
 from replay.cli.capacity_cmd import capacity
 from replay.cli.claims_cmd import claims
 from replay.cli.compare_cmd import compare
+from replay.cli.export_cmd import export
 from replay.cli.probe_cmd import probe
 from replay.cli.report_cmd import report
 from replay.cli.run_cmd import run
@@ -65,7 +66,7 @@ def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
 
 
-for command in (run, report, sweep, capacity, compare, claims, sim, probe, import_cmd, inspect_cmd, synth):
+for command in (run, report, sweep, capacity, compare, claims, export, sim, probe, import_cmd, inspect_cmd, synth):
     main.add_command(command)
 
 

@@ -15,9 +15,10 @@ import pytest
 from tests.support.core_env import can_import, core_distributions, make_core_env
 from tests.support.paths import ROOT
 
-# The commands issue 24 names, each once (the script has more; CI runs them all).
+# The commands issue 24 names, each once, and replay export (issue 27) (the script has more; CI runs them all).
 STEPS = ("run", "report", "report --json", "report --html", "compare", "sweep --virtual", "claims verify --virtual",
-         "import", "inspect", "inspect --plot", "run --ray (no ray)")  # fmt: skip
+         "import", "inspect", "inspect --plot", "run --ray (no ray)", "export --format llm-d",
+         "export sweep.json")  # fmt: skip
 
 
 @pytest.fixture(scope="module")

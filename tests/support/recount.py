@@ -101,3 +101,18 @@ def pareto(points: list[tuple[int, float, float]]) -> list[int]:
         if not beaten:
             front.append(c)
     return sorted(front)
+
+
+def ttft(path: str | Path) -> list[float]:
+    """Each measured call's time to first token (first token − sent)."""
+    return [r["t_first_token"] - r["t_sent"] for r in measured(path) if r["t_first_token"] is not None]
+
+
+def agentx_throughput(path: str | Path, gpus: int) -> dict[str, float]:
+    """AgentX's throughput (docs/recipes.md): the measured calls' host-counted input and output tokens over the
+    profiling span (the steady window's start to the last measured response), in total and per GPU."""
+    _, requests, _, phases = read(path)
+    calls = measured(path)
+    span = max(r["t_done"] for r in calls) - window(phases, requests)[0]
+    total = sum(_in(r) + _out(r) for r in calls) / span
+    return {"span_s": span, "total_tps": total, "total_tps_per_gpu": total / gpus}

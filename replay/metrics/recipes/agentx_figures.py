@@ -46,7 +46,7 @@ def agentx_figures(t: RecipeTally, window_start: float, gpus: int | None) -> dic
         return x / span if span > 0 else None
 
     total = rate(c["tokens_in"] + c["tokens_out"])
-    output = rate(c["tokens_out"])
+    output, inputs = rate(c["tokens_out"]), rate(c["tokens_in"])
     itl = t.stats["itl"].figures(PCTS)
     return {
         "requests": c["n"],
@@ -58,9 +58,11 @@ def agentx_figures(t: RecipeTally, window_start: float, gpus: int | None) -> dic
             "output_tokens": c["tokens_out"],
             "total_tps": total,
             "output_tps": output,
+            "input_tps": inputs,
             "gpus": gpus,
             "total_tps_per_gpu": total / gpus if (total is not None and gpus) else None,
             "output_tps_per_gpu": output / gpus if (output is not None and gpus) else None,
+            "input_tps_per_gpu": inputs / gpus if (inputs is not None and gpus) else None,
         },
         "ttft_s": t.stats["ttft"].figures(PCTS),
         "e2e_s": t.stats["e2e"].figures(PCTS),
