@@ -33,7 +33,7 @@ from replay.clients.flavours.base import API_FLAVOURS
 from replay.clients.host import check_url
 from replay.errors import ReplayError
 from replay.hosts.presets import PRESETS, Preset, SpeedOptions, speed_fields
-from replay.metrics.host.cost import CardError, parse_card
+from replay.metrics.host.cost import CardError, for_endpoint, parse_card
 from replay.records.scrub import redact_fields, redact_headers
 
 DEFAULT_HOSTS_FILE = "replay.toml"
@@ -231,6 +231,7 @@ def host_facts(spec: Any) -> dict[str, Any]:
     price = r.price
     if getattr(spec, "rate_card", None):
         price = rate_card_option(spec.rate_card)
+    price = for_endpoint(price, r.base_url)
     gpus = r.gpus
     if r.base_url is None and gpus is None and not getattr(spec, "sim_profile_file", None):
         from replay.sim.core.profiles import get_profile

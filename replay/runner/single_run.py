@@ -23,6 +23,7 @@ from replay.loops.closed_loop import ClosedLoop
 from replay.loops.load import LoadConfig
 from replay.loops.open_loop import OpenLoop, OpenLoopConfig
 from replay.loops.skeleton import run_loop
+from replay.metrics.host.cost import for_endpoint
 from replay.metrics.recorded_timeline import recorded
 from replay.metrics.streaming import StreamSummary
 from replay.metrics.summary_types import Summary
@@ -86,6 +87,7 @@ def resolve_host(spec: RunSpec) -> tuple[RunSpec, ResolvedHost]:
         r = resolve(spec)
         if spec.rate_card:
             r = dataclasses.replace(r, price=rate_card_option(spec.rate_card))
+        r = dataclasses.replace(r, price=for_endpoint(r.price, r.base_url))  # a regional endpoint's premium
         facts = spec.recipe_facts  # --gpus and --power-kw over the hosts file's; the recipe's figures and the header's
         gpus = facts.gpus or r.gpus
         if gpus is None and not spec.host:  # the embedded simulated host: its profile's GPUs

@@ -10,7 +10,7 @@ import pytest
 
 from replay.hosts.resolve import HostError, rate_card_option
 from replay.loops.closed_loop import LoadConfig
-from replay.metrics.host.cost import CardError, parse_card, request_cost
+from replay.metrics.host.cost import CardError, for_endpoint, parse_card, request_cost
 from replay.metrics.host.cost import run_cost as _run_cost
 from replay.metrics.host.host_tally import tally_of
 from replay.metrics.host.rate_cards import RATE_CARDS
@@ -183,3 +183,75 @@ def test_a_bad_rate_card_fails_before_the_run(tmp_path: Path) -> None:
     with pytest.raises(RunError, match="--rate-card"):
         execute(_spec(tmp_path, rate_card="nope"))
     assert not (tmp_path / "run.jsonl").exists()
+
+
+# GPT-6.1 Sol as its model page states it (developers.openai.com/api/docs/models/gpt-6.1-sol), written out here so
+# that the check shares nothing with replay's cards or its pricing: USD per million, short and long context.
+SOL_SHORT = {"input": 2.00, "cached": 0.10, "write": 2.50, "output": 10.00}
+SOL_LONG = {"input": 4.00, "cached": 0.20, "write": 5.00, "output": 15.00}  # 2x input and cache, 1.5x output
+
+
+def _sol_cost(rec: dict, regional: bool = False, rates: dict | None = None) -> float:
+    """One request line of a run file priced by hand: the whole request at the long rates past 272,000 input."""
+    rates = rates or (SOL_LONG if rec["prompt_tokens"] > 272_000 else SOL_SHORT)
+    cached, written = rec["cached_tokens"] or 0, rec.get("cache_write_tokens") or 0
+    usd = (rec["prompt_tokens"] - cached - written) * rates["input"] + cached * rates["cached"]
+    usd += written * rates["write"] + rec["output_tokens"] * rates["output"]
+    return usd / 1e6 * (1.10 if regional else 1.0)
+
+
+def test_the_openai_card_has_long_context_cache_write_and_regional_rates() -> None:
+    card = parse_card("openai/gpt-6.1-sol/standard", "t")
+    assert card["source"].startswith("developers.openai.com") and card["date"]
+    at_bound = {"prompt_tokens": 272_000, "cached_tokens": 2_000, "cache_write_tokens": 10_000, "output_tokens": 900}
+    past = at_bound | {"prompt_tokens": 272_001}
+    for line in (at_bound, past):
+        rec = _rec(line["prompt_tokens"], cached=2_000, write=10_000, output=900)
+        assert request_cost(card, rec) == pytest.approx(_sol_cost(line), rel=1e-12)
+    assert _sol_cost(past) > 1.4 * _sol_cost(at_bound)  # one token more: the whole request at the long rates
+    eu = for_endpoint(card, "https://eu.api.openai.com/v1")
+    assert eu is not None and eu["regional"] is True
+    assert request_cost(eu, _rec(300_000, cached=0, output=100)) == pytest.approx(
+        _sol_cost({"prompt_tokens": 300_000, "cached_tokens": 0, "output_tokens": 100}, regional=True), rel=1e-12
+    )
+    assert for_endpoint(card, "https://api.openai.com/v1") is card  # the global endpoint: no premium
+    with pytest.raises(CardError, match="regional_hosts"):
+        parse_card({"input": 1, "output": 1, "regional_hosts": "eu.api.openai.com"}, "t")
+
+
+def test_a_call_over_272k_input_tokens_is_priced_at_the_long_context_rate(tmp_path: Path) -> None:
+    """A live run against the simulated host (its context raised to 400k): the second call's prompt passes 272,000
+    tokens and the run's cost equals the page's rates applied by hand to the run file, short and long."""
+    work = tmp_path / "long.jsonl"
+    turns = simple_turns(2, output_tokens=20)
+    turns[1]["append"] = [{"role": "user", "content": "<output>" + " x" * 280_000 + "</output>"}]
+    write_trajectory(work, "long", turns)
+    profile = tmp_path / "long.toml"
+    profile.write_text('base = "fast"\nmax_model_len = 400000\n')
+    spec = RunSpec(
+        trajectories=[str(work)],
+        load=LoadConfig(concurrency=1, tool_time=ToolTimePolicy.parse("none")),
+        out=str(tmp_path / "run.jsonl"),
+        sim_profile_file=str(profile),
+        rate_card="openai/gpt-6.1-sol/standard",
+        progress=False,
+    )
+    result = execute(spec)
+    lines = [orjson.loads(x) for x in result.path.read_bytes().splitlines()]
+    reqs = [r for r in lines if r["type"] == "request"]
+    assert [r["error"] for r in reqs] == [None, None]
+    assert reqs[0]["prompt_tokens"] < 272_000 < reqs[1]["prompt_tokens"]
+    expected = sum(_sol_cost(r) for r in reqs)
+    assert result.summary["cost"]["total_usd"] == pytest.approx(expected, rel=1e-9)
+    assert result.summary["cost"]["priced_requests"] == 2
+    short_only = sum(_sol_cost(r, rates=SOL_SHORT) for r in reqs)
+    assert result.summary["cost"]["total_usd"] > 1.4 * short_only  # (the short rates would bill far less)
+
+
+def test_a_run_against_a_regional_endpoint_keeps_the_premium_in_its_header(monkeypatch) -> None:
+    from replay.runner.single_run import resolve_host
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for url, regional in (("https://eu.api.openai.com/v1", True), ("https://api.openai.com/v1", None)):
+        _, host = resolve_host(RunSpec(host=url, rate_card="openai/gpt-6.1-sol/standard"))
+        assert host.public()["price"].get("regional") is regional, url

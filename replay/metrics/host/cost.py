@@ -5,7 +5,9 @@ A card is USD per million tokens: ``input`` (uncached input), ``cached_input`` (
 ``cached_input`` or ``cache_write`` bills those tokens as input. ``long_context = {above = N, ...}`` replaces
 rates for a request whose prompt exceeds N tokens (the whole request, as OpenAI bills it); ``tiers = {NAME =
 {...}}`` replaces them for a request the host says it served at that service tier (the answered tier, not the
-asked one); ``markup`` multiplies the result. A call whose counts the host did not report is not priced (counted
+asked one); ``markup`` multiplies the result, and so does ``1 + regional_premium`` when the call was processed in a
+region (``regional = true``: set by the card, or when the run's URL is one of its ``regional_hosts``, as OpenAI's
+data-residency domains are; ``for_endpoint``). A call whose counts the host did not report is not priced (counted
 in ``unpriced``). A host-reported cost (OpenRouter ``usage.cost``) is summed beside the computed one.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import math
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from replay.errors import ReplayError
 from replay.metrics.host.rate_cards import RATE_CARDS
@@ -29,7 +32,8 @@ class CostTally(Protocol):
 
 PICO = 10**12  # a tally sums cost in whole pico-dollars (exact in any order)
 RATES = ("input", "cached_input", "cache_write", "output")
-CARD_FIELDS = {*RATES, "long_context", "tiers", "markup", "date", "note", "source", "currency"}
+CARD_FIELDS = {*RATES, "long_context", "tiers", "markup", "regional_premium", "regional_hosts", "regional", "date",
+               "note", "source", "currency"}  # fmt: skip
 
 
 class CardError(ReplayError, ValueError):
@@ -51,10 +55,15 @@ def parse_card(value: Any, where: str, partial: bool = False) -> dict[str, Any]:
     for name in ("input", "output"):
         if name not in value and not partial:
             raise CardError(f"{where}.{name}: missing (USD per million tokens)")
-    for name in (*RATES, "markup"):
+    for name in (*RATES, "markup", "regional_premium"):
         v = value.get(name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0):
             raise CardError(f"{where}.{name}: expected a non-negative number, not {v!r}")
+    hosts = value.get("regional_hosts")
+    if hosts is not None and (not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts)):
+        raise CardError(f"{where}.regional_hosts: expected a list of host names (us.api.openai.com)")
+    if not isinstance(value.get("regional", False), bool):
+        raise CardError(f"{where}.regional: expected true or false")
     long = value.get("long_context")
     if long is not None:
         if not isinstance(long, dict) or not isinstance(long.get("above"), int) or long["above"] <= 0:
@@ -65,6 +74,15 @@ def parse_card(value: Any, where: str, partial: bool = False) -> dict[str, Any]:
             raise CardError(f"{where}.tiers.{tier}: expected a table of rates")
         parse_card(sub, f"{where}.tiers.{tier}", partial=True)
     return dict(value)
+
+
+def for_endpoint(card: dict[str, Any] | None, base_url: str | None) -> dict[str, Any] | None:
+    """``card`` as a run against ``base_url`` is priced: ``regional = true`` when the URL's host is one of the card's
+    ``regional_hosts`` (a card that says ``regional`` itself keeps it)."""
+    if card is None or card.get("regional") or not card.get("regional_hosts") or not base_url:
+        return card
+    host = (urlsplit(base_url).hostname or "").lower()
+    return card | {"regional": True} if host in {h.lower() for h in card["regional_hosts"]} else card
 
 
 def rates_for(card: dict[str, Any], rec: RequestRecord) -> dict[str, float]:
@@ -95,7 +113,8 @@ def request_cost(card: dict[str, Any], rec: RequestRecord) -> float | None:
     fresh = max(0, rec.prompt_tokens - cached - written)
     usd = fresh * r["input"] + cached * r["cached_input"] + written * r["cache_write"]
     usd += rec.output_tokens * r["output"]
-    return usd / 1e6 * float(card.get("markup") or 1.0)
+    premium = 1.0 + float(card.get("regional_premium") or 0.0) if card.get("regional") else 1.0
+    return usd / 1e6 * float(card.get("markup") or 1.0) * premium
 
 
 def run_cost(t: CostTally, complete: dict[int, bool], card: dict[str, Any] | None) -> dict[str, Any]:
