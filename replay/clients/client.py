@@ -167,6 +167,7 @@ class HostClient:
         if st.timings is None:
             st.timings = provider_fields.header_timings(got.headers, st.notes)
         rec.server_timings = st.timings
+        rec.speculation = provider_fields.speculation(st)
         notes = [f"redirected ({hop}): the answer came from there" for hop in got.redirects] + st.notes
         if notes:
             rec.notes = [self._scrub(note) for note in notes[:10]]

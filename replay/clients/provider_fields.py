@@ -20,6 +20,12 @@ nothing. Sources: ``../shared/PROVIDERS.md`` (section per provider) and docs/pro
   (``providerAttemptCount``; vercel/ai ``packages/gateway/src/gateway-provider-metadata.ts``). Where the routing
   metadata rides on the OpenAI-compatible stream is the sim's choice (PROVIDERS.md §8 could not verify it).
 - Anthropic: ``usage.speed`` (beta fast mode) beside ``usage.service_tier``.
+- Speculative decoding, per call (``speculation``): SGLang's ``meta_info`` (``spec_accept_token_num``,
+  ``spec_draft_token_num``, ``spec_verify_ct``: its native ``/generate`` answer has them, on the final chunk of a
+  stream; on its OpenAI-compatible chat stream ``choices[].meta_info`` is where third-party clients read them, which
+  the SGLang source read here does not show: unverified) and llama.cpp's ``timings.draft_n`` and
+  ``timings.draft_n_accepted`` (PROVIDERS.md §12). vLLM reports no per-request acceptance (only its
+  ``spec_decode`` counters: ``runner/host_metrics.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ from replay.clients.usage import get, host_value
 from replay.records import host_numbers as hn
 
 GROQ_TIMES = ("queue_time", "prompt_time", "completion_time", "total_time")
+# per-call speculation: replay's name <- (SGLang meta_info, llama.cpp timings)
+SPEC_FIELDS = {
+    "accepted": ("spec_accept_token_num", "draft_n_accepted"),
+    "drafted": ("spec_draft_token_num", "draft_n"),
+    "drafts": ("spec_verify_ct", None),
+}
 TIMING_KEYS = ("timings", "time_info", "perf_metrics")  # top-level chunk fields that hold server timings
 FIREWORKS_TTFT = "fireworks-server-time-to-first-token"
 SECONDS = {*GROQ_TIMES, "server-time-to-first-token", "server-processing-time"}  # timings in seconds; ``*_ms`` ms
@@ -57,6 +69,36 @@ def note_chunk(st: StreamState, obj: dict[str, Any]) -> None:
     meta = obj.get("openrouter_metadata")
     if isinstance(meta, dict) and _openrouter_fell_back(meta):
         st.served["fallback"] = "openrouter_metadata"
+    choices = obj.get("choices")
+    info = obj.get("meta_info")
+    if not isinstance(info, dict) and isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        info = choices[0].get("meta_info")
+    if isinstance(info, dict):
+        _note_speculation(st, info, 0, "meta_info")
+
+
+def _note_speculation(st: StreamState, obj: dict[str, Any], which: int, where: str) -> None:
+    """The per-call speculation counts ``obj`` holds under the names of ``SPEC_FIELDS[...][which]``, each a whole
+    number within ``host_numbers``' bounds (one that is not is left out, with a note); none: nothing noted."""
+    got: dict[str, int] = {}
+    for name, keys in SPEC_FIELDS.items():
+        key = keys[which]
+        if key is None or key not in obj:
+            continue
+        n = hn.integer(obj[key], 0, hn.MAX_COUNT)
+        if n is None:
+            st.notes.append(f"{where}.{key} {hn.describe(obj[key])} left out: not a count in 0..{hn.MAX_COUNT}")
+        else:
+            got[name] = n
+    if got:
+        st.speculation = got
+
+
+def speculation(st: StreamState) -> dict[str, int] | None:
+    """The call's speculation counts: what a chunk's ``meta_info`` said, else llama.cpp's timings."""
+    if st.speculation is None and isinstance(st.timings, dict):
+        _note_speculation(st, st.timings, 1, "timings")
+    return st.speculation
 
 
 def _vercel_fell_back(attempts: Any) -> bool:

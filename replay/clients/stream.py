@@ -52,6 +52,7 @@ class StreamState:
     malformed: str | None = None  # the first event that could not be understood
     served: dict[str, Any] = field(default_factory=dict)  # what the host says about itself (model, tier, ...)
     timings: Any = None  # server-side timings the host sent
+    speculation: dict[str, int] | None = None  # accepted and drafted tokens, drafts, as the host reported them
     response_id: str | None = None
     text: list[str] | None = None  # answer text, when collected (live history, --check-answers)
     reasoning_text: list[str] | None = None
@@ -334,8 +335,8 @@ def _plain_event(reader: StreamReader, event: bytes, has_text: bool) -> bool:
         return False
     st = StreamState()
     kind = reader.decode(st, *parsed)
-    figures = (st.malformed, st.error, st.finish_reason, st.timings, st.ended, st.usage_parts)
-    return kind == (ANSWER if has_text else NONE) and figures == (None, None, None, None, False, [])
+    figures = (st.malformed, st.error, st.finish_reason, st.timings, st.ended, st.usage_parts, st.speculation)
+    return kind == (ANSWER if has_text else NONE) and figures == (None, None, None, None, False, [], None)
 
 
 def _batch(reader: StreamReader, st: StreamState, batch: list[tuple[bytes, float]], t_sent: float) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from replay.histogram import Histogram, read_percentiles
 from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
 from replay.metrics.breakdowns import breakdown_figures
-from replay.metrics.host import host_signals, routes
+from replay.metrics.host import host_signals, routes, speculation
 from replay.metrics.host.cost import hourly_cost, run_cost
 from replay.metrics.host.server_figures import server_figures
 from replay.metrics.recipes.agentx_figures import interactivity, interactivity_e2e
@@ -183,6 +183,8 @@ def run_hardware(header: dict[str, Any]) -> tuple[int | None, float | None]:
 def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
     """What the host says about itself (docs/providers.md): its own timings (absent when it sends none), what
     served each call (models, routes, tiers), speed modes, the fallback (absent when none is found), speed by load,
+    speculative decoding's acceptance (None when no call reported it: ``rebuild.finish`` then reads the host's
+    counters scraped per window),
     cost from the header's rate card, rate-limit state, connections and the provider's limits."""
     t = acc.host
     server = server_figures(t)
@@ -195,6 +197,7 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
         "speed_modes": routes.speed_modes(t),
         **({"fallback": fallback} if fallback else {}),
         "speed_by_load": routes.speed_by_load(t),
+        "speculation": speculation.figures(t.spec),
         "cost": run_cost(t, acc.tasks.complete, header_card(run.header)),
         "rate_limits": host_signals.rate_limits(t),
         "connections": host_signals.connections(t),

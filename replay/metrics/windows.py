@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.host import speculation
 from replay.metrics.summary import Window, figures, header_card
 from replay.metrics.summary_types import Summary
 from replay.records.run_file import RequestRecord, RunData
@@ -184,6 +185,8 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "interactivity_e2e_p90": f.interactivity_e2e["p90"],
             "host_hit_ratio": f.cache.host_hit_ratio,
             "host_metrics": w.get("host_metrics") or {},
+            # the calls' own reports, else the host's counters scraped as the window closed
+            "speculation": f.host_figures["speculation"] or speculation.from_host_metrics(w.get("host_metrics")),
         })  # fmt: skip
     return out
 

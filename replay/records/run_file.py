@@ -87,6 +87,10 @@ class RequestRecord:
     answer_text: str | None = None  # the answer itself, kept only to compare hosts (replay run --host A --host B)
     notes: list[str] | None = None  # what the client left out of what the host sent (an implausible timing), and why
     inflight: int | None = None  # this client's calls in flight when it was sent, itself included (per process)
+    # Speculative decoding as the host reported it for this call (clients/provider_fields.py): ``accepted`` and
+    # ``drafted`` tokens, ``drafts`` (verify steps), each only when said; None when the host said nothing of it.
+    # Whole numbers within host_numbers' bounds when written; read back through them again (metrics/host)
+    speculation: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.metrics.host.speculation import from_host_metrics
 from replay.reports.units import pct as _pct
 from replay.reports.units import seconds as _ms
 from replay.workload.words import plural
@@ -71,6 +72,10 @@ def _host_cell(m: dict[str, Any], key: str | None) -> str:
         if hits is not None and queries:
             return _pct(hits / queries)
         return _pct(m.get("cache_hit_rate"))
+    if key == "speculation":  # the window's mean acceptance length from the host's counters (or SGLang's gauge)
+        sp = from_host_metrics(m)
+        length = sp["acceptance_length_mean"] if sp else None
+        return "-" if length is None else f"{length:.2f}"
     v = m.get(key)
     if v is None:
         return "-"
@@ -83,14 +88,17 @@ def host_metrics_lines(windows: list[dict[str, Any]] | None, max_rows: int = 24)
     rows = [w for w in windows or () if w.get("host_metrics")]
     if not rows:
         return []
+    figures = HOST_FIGURES + (
+        (("accept.", "speculation"),) if any(from_host_metrics(w["host_metrics"]) for w in rows) else ()
+    )
     step = -(-len(rows) // max_rows)
     every = f", every {step}th shown" if step > 1 else ""
     lines = ["", f"The host's own metrics per window ({plural(len(rows), 'window')} scraped{every})",
-             "     start" + "".join(f" {name:>10}" for name, _ in HOST_FIGURES)]  # fmt: skip
+             "     start" + "".join(f" {name:>10}" for name, _ in figures)]  # fmt: skip
     for w in rows[::step]:
         m = w["host_metrics"]
         if m.get("error"):
             lines.append(f"  {w['start_s']:>6.0f} s  {m['error']}")
             continue
-        lines.append(f"  {w['start_s']:>6.0f} s" + "".join(f" {_host_cell(m, key):>10}" for _, key in HOST_FIGURES))
+        lines.append(f"  {w['start_s']:>6.0f} s" + "".join(f" {_host_cell(m, key):>10}" for _, key in figures))
     return lines

@@ -188,7 +188,8 @@ def _line(ax: Any, x: np.ndarray, rows: Sequence[dict[str, Any]], key: str, labe
 
 @styled
 def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) -> Any:
-    """A soak's figures per window (``replay.metrics.windows.series``): throughput, TTFT, per-user decode speed."""
+    """A soak's figures per window (``replay.metrics.windows.series``): throughput, TTFT, per-user decode speed (and
+    speculative decoding's mean acceptance length beside it, when the host reported one)."""
     from matplotlib.ticker import FuncFormatter
 
     fig = _figure(9, 6.2)
@@ -216,6 +217,15 @@ def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) 
     _line(speed, x, rows, "interactivity_e2e_p90", "E2E-normalised interactivity p90", "#9467bd")
     speed.set_ylabel("tokens/s per user")
     speed.set_xlabel("seconds from the run's start")
+    accept = [{"a": (r.get("speculation") or {}).get("acceptance_length_mean")} for r in rows]
+    if any(a["a"] is not None for a in accept):  # speculative decoding's acceptance, beside the speed it buys
+        spec = speed.twinx()
+        _line(spec, x, accept, "a", "mean acceptance length (right)", "#8c564b")
+        spec.set_ylabel("tokens per verify step")
+        spec.set_ylim(bottom=1)
+        spec.grid(False)
+        speed.legend(handles=speed.get_legend_handles_labels()[0] + spec.get_legend_handles_labels()[0],
+                     loc="upper left", ncols=2)  # fmt: skip
     for ax in (rates, ttft, speed):
         _window(ax, window)
         ax.set_ylim(bottom=0)

@@ -31,6 +31,7 @@ def provider_lines(s: dict[str, Any]) -> list[str]:
     lines = (
         _server(s.get("server"), (s.get("window") or {}).get("requests"))
         + _routes(s)
+        + speculation_lines(s.get("speculation"))
         + _cost(s.get("cost"))
         + _signals(s)
     )
@@ -81,6 +82,27 @@ def _routes(s: dict[str, Any]) -> list[str]:
             f"    p50 tok/s by calls in flight: {cells}",
         ]
     return out
+
+
+def speculation_lines(sp: dict[str, Any] | None) -> list[str]:
+    """Speculative decoding's acceptance, said of what it covers (the calls that reported it, or the host's counters
+    over the scraped windows)."""
+    if not sp:
+        return []
+    length = sp.get("acceptance_length_mean")
+    cells = [f"mean acceptance length {length:.2f} tokens per verify step" if length is not None else "acceptance"]
+    if sp.get("accepted_tokens") is not None:
+        drafted = sp.get("drafted_tokens")
+        of = f" of {drafted:,} drafted" if drafted is not None else ""
+        cells.append(f"{sp['accepted_tokens']:,} tokens accepted{of}")
+    if sp.get("drafts") is not None:
+        cells.append(f"{sp['drafts']:,} drafts")
+    src = (
+        f"reported by {sp['calls']:,} calls"
+        if sp.get("calls")
+        else f"the host's counters, {sp.get('windows') or 0} windows"
+    )
+    return [f"  speculative decoding: {' · '.join(cells)} ({src})"]
 
 
 def _cost(c: dict[str, Any] | None) -> list[str]:

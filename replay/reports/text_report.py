@@ -215,13 +215,14 @@ def _over_time(windows: list[dict[str, Any]]) -> list[str]:
         return []
     step = -(-len(windows) // MAX_ROWS)
     shown = windows[::step]
+    spec = any(_accept(w) is not None for w in windows)  # speculative decoding's acceptance beside the speed
     length = max(w["end_s"] - w["start_s"] for w in windows)
     last = windows[-1]
     cut = last["end_s"] - last["start_s"] < 0.98 * length
     rows = [
         f"  {w['start_s']:>8.0f} s {w['requests']:>7,} {_rate(w['total_tps']):>11} {_rate(w['output_tps']):>9}"
         f" {_s(w['ttft_p50_s']):>10} {_s(w['ttft_p95_s']):>10} {_s(w['user_decode_tps_p25'], 'n'):>9}"
-        f" {w['errors']:>6}" + ("  *" if cut and w is last else "")
+        f" {w['errors']:>6}" + (f" {_num(_accept(w)):>8}" if spec else "") + ("  *" if cut and w is last else "")
         for w in shown
     ]
     every = f", every {step}th shown" if step > 1 else ""
@@ -230,10 +231,21 @@ def _over_time(windows: list[dict[str, Any]]) -> list[str]:
     return [
         "",
         f"Over time ({plural(len(windows), 'window')} of the run{every}; calls completed in each)",
-        "     start   calls   total t/s  output t/s  TTFT p50   TTFT p95  decode p25  errors",
+        "     start   calls   total t/s  output t/s  TTFT p50   TTFT p95  decode p25  errors"
+        + ("  accept." if spec else ""),
         *rows,
         *(note if cut and shown[-1] is last else []),
+        *(["  accept.: speculative decoding's mean acceptance length (tokens per verify step)"] if spec else []),
     ]
+
+
+def _accept(w: dict[str, Any]) -> float | None:
+    """A window's mean acceptance length (tokens per verify step), when the calls or the host reported one."""
+    return (w.get("speculation") or {}).get("acceptance_length_mean")
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
 
 
 def _client(cl: dict[str, Any]) -> list[str]:

@@ -2,8 +2,11 @@
 closes and keeps what changed, so a report can line the client's figures up with the server's in time.
 
 vLLM, SGLang, llama.cpp and the simulated host (which uses vLLM's names) export prefix-cache hits and queries, KV
-cache usage, waiting requests and preemptions. Counters are kept as their increase over the window, gauges as
-their value at its end. A scrape that fails is noted in the window, never fatal.
+cache usage, waiting requests and preemptions; with speculative decoding on, vLLM counts drafts, draft tokens and
+accepted tokens (``vllm:spec_decode_*``, docs.vllm.ai "Metrics"; mean acceptance length = 1 + accepted / drafts)
+and SGLang exports its acceptance length as a gauge (``sglang:spec_accept_length``, averaged over its ranks here).
+Counters are kept as their increase over the window, gauges as their value at its end. A scrape that fails is noted
+in the window, never fatal.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ COUNTERS = {
     "vllm:generation_tokens": "generation_tokens",
     "llamacpp:prompt_tokens": "prompt_tokens",
     "llamacpp:tokens_predicted": "generation_tokens",
+    "vllm:spec_decode_num_accepted_tokens": "spec_accepted_tokens",
+    "vllm:spec_decode_num_draft_tokens": "spec_draft_tokens",
+    "vllm:spec_decode_num_drafts": "spec_drafts",
 }
 GAUGES = {
     "vllm:gpu_cache_usage_perc": "kv_cache_usage",
@@ -34,13 +40,16 @@ GAUGES = {
     "sglang:num_running_reqs": "requests_running",
     "llamacpp:requests_processing": "requests_running",
     "llamacpp:requests_deferred": "requests_waiting",
+    "sglang:spec_accept_length": "spec_acceptance_length",  # a windowed gauge of SGLang's, per rank: averaged
 }
+MEAN_GAUGES = {"spec_acceptance_length"}  # figures averaged over their label sets, not summed
 
 
 def parse(text: str) -> dict[str, float]:
     """The figures replay follows, summed over labels, from one exposition."""
     out: dict[str, float] = {}
     source: dict[str, str] = {}  # figure -> the metric name it was read from (one per figure: vLLM has aliases)
+    samples: dict[str, int] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             name = sample.name.removesuffix("_total")
@@ -49,6 +58,9 @@ def parse(text: str) -> dict[str, float]:
                 continue
             if source.setdefault(figure, name) == name:
                 out[figure] = out.get(figure, 0.0) + float(sample.value)
+                samples[figure] = samples.get(figure, 0) + 1
+    for figure in MEAN_GAUGES & set(out):
+        out[figure] /= samples[figure]
     return out
 
 

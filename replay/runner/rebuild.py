@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.metrics.host import speculation
 from replay.metrics.recorded_timeline import TaskDrift, recorded
 from replay.metrics.streaming import StreamSummary, read_stream
 from replay.metrics.summary_types import Summary, Verdict
@@ -61,6 +62,14 @@ def finish(
         summary.segments = segments(data)
     if window_records(data):
         summary.windows = series(data)
+        if summary.host_figures.get("speculation") is None:  # no call said: the host's counters, if scraped
+            lo, hi = between or (None, None)
+            inside = [
+                w
+                for w in summary.windows
+                if w["start_s"] >= (lo or 0.0) - 1e-9 and (hi is None or w["end_s"] <= hi + 1e-9)
+            ]
+            summary.host_figures["speculation"] = speculation.over_windows(inside)
     judged = judge(summary.to_dict(), data.header, data.footer)
     gate = data.header.get("baseline") or {}
     if gate.get("file") and between is None and Path(gate["file"]).is_file() and Path(gate["file"]) != Path(run_file):

@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from replay.histogram import HIGHEST, Histogram, SignedHistogram
+from replay.metrics.host import speculation
 from replay.metrics.host.cost import PICO, request_cost
 from replay.metrics.host.host_signals import bucket_field, parse_int
 from replay.metrics.host.routes import (
@@ -77,6 +78,7 @@ class HostTally:
         self.task_usd: dict[int, int] = {}  # pico-USD: whole numbers, so sums in any order (windows) agree exactly
         self.reported = [0, 0]  # host-reported pico-USD, requests that reported one
         self.sized = [0, 0]  # requests with a reported prompt, those with ≥ 8192 uncached tokens
+        self.spec = list(speculation.EMPTY)  # successful calls' speculative-decoding counts (speculation.add)
         # per measured call:
         self.server = {name: _hist() for name in SERVER}
         self.gap_ttft, self.gap_tps = SignedHistogram(), SignedHistogram()
@@ -104,6 +106,8 @@ class HostTally:
             self._measured(r)
 
     def _served(self, r: RequestRecord) -> None:
+        if r.speculation is not None:
+            speculation.add(self.spec, r.speculation)
         ident = identity_of(r)
         count_name(self.idents, ident)
         if said := fallback_fields(r):
@@ -211,6 +215,7 @@ class HostTally:
             self.task_usd[task] = self.task_usd.get(task, 0) + usd
         self.reported = [a + b for a, b in zip(self.reported, other.reported, strict=True)]
         self.sized = [a + b for a, b in zip(self.sized, other.sized, strict=True)]
+        self.spec = [a + b for a, b in zip(self.spec, other.spec, strict=True)]
         self.card = self.card if self.card is not None else other.card
 
     def encode(self) -> dict[str, Any]:
@@ -225,6 +230,7 @@ class HostTally:
             "task_usd": [[t, usd] for t, usd in self.task_usd.items()],
             "reported": self.reported,
             "sized": self.sized,
+            "spec": self.spec,
             "server": {name: _enc(h) for name, h in self.server.items()},
             "gap_ttft": self.gap_ttft.encode(),
             "gap_tps": self.gap_tps.encode(),
@@ -246,6 +252,7 @@ class HostTally:
         t.limits = {k: list(v) for k, v in data["limits"].items()}
         t.cost, t.reported, t.sized = list(data["cost"]), list(data["reported"]), list(data["sized"])
         t.task_usd = {int(k): int(v) for k, v in data["task_usd"]}
+        t.spec = list(data.get("spec") or speculation.EMPTY)  # (a window written before speculation was tallied)
         t.server = {name: _dec(data["server"].get(name)) for name in SERVER}
         t.gap_ttft, t.gap_tps = SignedHistogram.decode(data["gap_ttft"]), SignedHistogram.decode(data["gap_tps"])
         t.speeds = {int(b): dict(routes) for b, routes in data["speeds"]}

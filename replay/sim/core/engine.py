@@ -62,6 +62,8 @@ class Seq:
         "reasoning",
         "recomputed_tokens",
         "rid",
+        "spec",
+        "spec_phase",
         "state",
         "t_first_token",
         "t_last_token",
@@ -88,6 +90,8 @@ class Seq:
         self.t_last_token: float | None = None
         self.preempted_at: list[float] = []
         self.recomputed_tokens = 0  # tokens computed again after preemptions
+        self.spec = [0, 0, 0]  # speculative decoding: accepted tokens, drafted tokens, drafts (verify steps)
+        self.spec_phase = 1.0  # the share of a verify step its decode tokens have added up to (see EngineCore)
         self._waiter: asyncio.Future[None] | None = None
 
     @property
@@ -151,6 +155,7 @@ class EngineCore:
         self.preemptions = 0
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
+        self.spec_totals = [0, 0, 0]  # accepted tokens, drafted tokens, drafts: vLLM's spec_decode counters
         self.finished: dict[str, int] = {}
         self.aborted = 0
 
@@ -265,7 +270,7 @@ class EngineCore:
             return None
         shape = step_shape(items)
         uptime = t - (self.t_first_request if self.t_first_request is not None else t)
-        return Step(items, shape.tokens, p.step_seconds(shape, uptime), t, preempted)
+        return Step(items, shape.tokens, p.step_seconds(shape, uptime, self.generation_tokens_total), t, preempted)
 
     def complete(self, step: Step, t_end: float) -> None:
         """Apply a step that ended at ``t_end``: computed tokens, named blocks, sampled tokens, finishes."""
@@ -286,6 +291,8 @@ class EngineCore:
             if done < seq.total_len:
                 continue  # more prefill chunks to go
             seq.num_output += 1
+            if self.profile.spec_draft_tokens and seq.num_output > 1:
+                self._speculated(seq)
             self.generation_tokens_total += 1
             if seq.t_first_token is None:
                 seq.t_first_token = t_end
@@ -297,6 +304,23 @@ class EngineCore:
                 seq.state = FINISHED
                 self.finished[seq.finish_reason] = self.finished.get(seq.finish_reason, 0) + 1
             seq._wake()
+
+    def _speculated(self, seq: Seq) -> None:
+        """Count one decode token of ``seq`` as a speculator yields it. At mean acceptance length L a verify step
+        yields L tokens: the model's own (bonus) token and L - 1 accepted drafts, so 1 in L decode tokens ends a
+        verify step (a draft of ``spec_draft_tokens`` tokens) and the rest are accepted drafts. Each sequence adds
+        up 1/L per token and ends a verify step whenever the sum passes a whole one (its first decode token always
+        does): whole numbers per request and per step, the engine's counters the sum of its requests'."""
+        p = self.profile
+        seq.spec_phase += 1.0 / p.acceptance_length(self.generation_tokens_total)
+        if seq.spec_phase >= 1.0:
+            seq.spec_phase -= 1.0
+            drafted = (0, p.spec_draft_tokens, 1)
+        else:
+            drafted = (1, 0, 0)
+        for i, n in enumerate(drafted):
+            seq.spec[i] += n
+            self.spec_totals[i] += n
 
     @property
     def idle(self) -> bool:

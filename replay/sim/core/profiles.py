@@ -79,6 +79,11 @@ class SimProfile:
     decode_speedup: float = 1.0  # final factor on the speed of decode-only steps
     speedup_after_s: float = 0.0  # uptime (from the first request) before the speed-up starts
     speedup_ramp_s: float = 0.0  # seconds over which the factor rises linearly from 1 to decode_speedup
+    # a speculator (MTP/EAGLE-style drafts verified by the model): its acceptance rises as it learns the traffic
+    spec_draft_tokens: int = 0  # tokens drafted per verify step (0: no speculative decoding)
+    spec_acceptance_start: float = 1.0  # mean acceptance length (tokens per verify step) at start
+    spec_acceptance_end: float = 1.0  # ... once the engine has generated spec_learn_tokens tokens
+    spec_learn_tokens: int = 0  # tokens generated over which the acceptance rises linearly from start to end
     # measured step times: when set, they time every step instead of the roofline (see step_table.py)
     step_table: StepTable | None = None
 
@@ -131,9 +136,19 @@ class SimProfile:
         share = 1.0 if ramp <= 0 else min((uptime_s - self.speedup_after_s) / ramp, 1.0)
         return 1.0 + (self.decode_speedup - 1.0) * share
 
-    def step_seconds(self, shape: StepShape, uptime_s: float = 0.0) -> float:
+    def acceptance_length(self, generated: int) -> float:
+        """The speculator's mean acceptance length (tokens a verify step yields, the bonus token included) once
+        the engine has generated ``generated`` tokens: from ``spec_acceptance_start`` linearly to
+        ``spec_acceptance_end`` over ``spec_learn_tokens``."""
+        start, end = self.spec_acceptance_start, self.spec_acceptance_end
+        if self.spec_learn_tokens <= 0:
+            return end
+        return start + (end - start) * min(generated / self.spec_learn_tokens, 1.0)
+
+    def step_seconds(self, shape: StepShape, uptime_s: float = 0.0, generated: int = 0) -> float:
         """The engine's step time (real-time and virtual clock alike): the step table if the profile has
-        one, else the roofline; a step with no prefill in it is sped up by ``decode_factor``."""
+        one, else the roofline; a step with no prefill in it is sped up by ``decode_factor`` and, with a
+        speculator, by its acceptance length over the starting one (the roofline is the speed at the start)."""
         if self.instant:
             return 0.0
         if self.step_table is not None:
@@ -142,6 +157,8 @@ class SimProfile:
             t = self.step_time(shape.tokens, shape.kv_read, shape.attn_pairs) + self.seq_overhead_s * shape.decodes
         if shape.prefill_tokens == 0 and self.decode_speedup != 1.0:
             t /= self.decode_factor(uptime_s)
+        if shape.prefill_tokens == 0 and self.spec_draft_tokens:
+            t /= self.acceptance_length(generated) / self.spec_acceptance_start
         return t
 
     def decode_tps(self, streams: int = 1, context: int = 1000, uptime_s: float = 0.0) -> float:
@@ -168,6 +185,9 @@ class SimProfile:
         }
         if self.step_table is not None:
             out["step_model"] = "table"
+        if self.spec_draft_tokens:
+            names = ("spec_draft_tokens", "spec_acceptance_start", "spec_acceptance_end", "spec_learn_tokens")
+            out |= {name: getattr(self, name) for name in names}
         if self.decode_speedup != 1.0:
             warm = self.speedup_after_s + self.speedup_ramp_s
             out |= {"decode_speedup": self.decode_speedup, "speedup_after_s": self.speedup_after_s,
@@ -302,6 +322,21 @@ _SPECULATOR_WARMUP = dataclasses.replace(
     speedup_ramp_s=20.0,
 )
 
+# For tests and docs of speculative decoding: `fast` with a speculator drafting 3 tokens a step whose mean
+# acceptance length rises linearly from 1.5 to 3.0 tokens per verify step over the first 20,000 tokens the engine
+# generates (a draft model learning the traffic, as Together's ATLAS does), and decode-only steps faster by the
+# same ratio (1000 -> 2000 tok/s for a lone stream: the roofline is the speed at the start). Its acceptance is
+# counted per call (SGLang's `meta_info` on the finish chunk, the truth log) and in vLLM's spec-decode counters.
+_SPECULATOR = dataclasses.replace(
+    _FAST,
+    name="speculator",
+    description="tests: fast with 3-token drafts whose acceptance length rises 1.5 -> 3.0 over 20k generated tokens",
+    spec_draft_tokens=3,
+    spec_acceptance_start=1.5,
+    spec_acceptance_end=3.0,
+    spec_learn_tokens=20_000,
+)
+
 PROFILES: dict[str, SimProfile] = {
     p.name: p
     for p in (
@@ -323,6 +358,7 @@ PROFILES: dict[str, SimProfile] = {
         _OVERLOADED,
         _H100,
         _SPECULATOR_WARMUP,
+        _SPECULATOR,
     )
 }
 
@@ -350,6 +386,14 @@ def check_profile(p: SimProfile) -> None:
             raise ValueError(f"profile {p.name!r}: {field} must be a positive number")
     if not (p.decode_speedup > 0 and math.isfinite(p.decode_speedup)):
         raise ValueError(f"profile {p.name!r}: decode_speedup must be a positive number")
+    if p.spec_draft_tokens < 0 or p.spec_learn_tokens < 0:
+        raise ValueError(f"profile {p.name!r}: spec_draft_tokens and spec_learn_tokens must be >= 0")
+    if p.spec_draft_tokens:
+        top = 1 + p.spec_draft_tokens
+        for field in ("spec_acceptance_start", "spec_acceptance_end"):
+            value = getattr(p, field)
+            if not (1.0 <= value <= top):
+                raise ValueError(f"profile {p.name!r}: {field} must be within 1..{top} (1 + spec_draft_tokens)")
     for field in ("attn_mfu", "speedup_after_s", "speedup_ramp_s", "seq_overhead_s", "step_overhead_s"):
         value = getattr(p, field)
         if not (value >= 0 and math.isfinite(value)):

@@ -56,9 +56,18 @@ class Job:
             block = engine.profile.block_size
             created = max(seq.prompt_len // block * block - cached, 0)
         reasoning = min(seq.reasoning, output)
+        spec = speculation_of(seq, engine.profile.spec_draft_tokens)
         if self.record.fault == "usage_off":
-            return Counts(seq.prompt_len + 1, cached, output + 1, reasoning, created)
-        return Counts(seq.prompt_len, cached, output, reasoning, created)
+            return Counts(seq.prompt_len + 1, cached, output + 1, reasoning, created, spec)
+        return Counts(seq.prompt_len, cached, output, reasoning, created, spec)
+
+
+def speculation_of(seq: Seq, draft_tokens: int) -> dict[str, int] | None:
+    """What a speculating engine reports of one request (None when it does not speculate)."""
+    if not draft_tokens:
+        return None
+    accepted, drafted, drafts = seq.spec
+    return {"accepted": accepted, "drafted": drafted, "drafts": drafts}
 
 
 def make_wire(job: Job) -> Any:

@@ -29,7 +29,7 @@ from replay.sim.core.engine import FINISHED, RUNNING, WAITING, Seq, SimEngine
 from replay.sim.core.profile_file import resolve_profile
 from replay.sim.core.profiles import SimProfile, get_profile
 from replay.sim.core.prompt import PromptTokenizer, count_images
-from replay.sim.server.answer import Job, complete, stream
+from replay.sim.server.answer import Job, complete, speculation_of, stream
 from replay.sim.server.arrivals import ARRIVALS, forget_arrival, stamp_arrivals
 from replay.sim.server.dialects import ROUTER_METADATA_HEADERS, Dialect, get_dialect
 from replay.sim.server.errors import error_body, fault_body, overflow_body, previous_not_found
@@ -129,7 +129,7 @@ async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
         if seq is not None:
             if seq.state in (WAITING, RUNNING):
                 engine.abort(seq)
-            _fill(record, seq)
+            _fill(record, seq, engine.profile.spec_draft_tokens)
         sim.inflight.discard(task)
         record.reasoning_tokens = min(record.reasoning_tokens, record.output_tokens)  # reasoning goes first
         sim.requests[record.status] = sim.requests.get(record.status, 0) + 1
@@ -210,7 +210,7 @@ def _reject(record: TruthRecord, status: int, body: bytes, headers: dict[str, st
     return web.Response(status=status, body=body, content_type="application/json", headers=headers)
 
 
-def _fill(record: TruthRecord, seq: Seq) -> None:
+def _fill(record: TruthRecord, seq: Seq, draft_tokens: int = 0) -> None:
     """Copy what the engine knows of a request into its truth record."""
     record.cached_tokens = seq.cached_tokens or 0
     record.reasoning_tokens = seq.reasoning
@@ -225,6 +225,7 @@ def _fill(record: TruthRecord, seq: Seq) -> None:
     record.preemptions = len(seq.preempted_at)
     record.preempted_at = seq.preempted_at
     record.recomputed_tokens = seq.recomputed_tokens
+    record.speculation = speculation_of(seq, draft_tokens)
 
 
 async def _models(request: web.Request) -> web.Response:

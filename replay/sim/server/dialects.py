@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.sim.server.exchange import PRIMARY, Counts, Exchange, Timings
+from replay.sim.server.exchange import PRIMARY, Counts, Exchange, Timings, spec_meta
 from replay.sim.server.ratelimits import RateLimits
 
 # Prices of the OpenRouter dialect's usage.cost (USD per token): uncached input, cached input, output.
@@ -72,6 +72,11 @@ class Dialect:
 
     def usage(self, c: Counts, t: Timings) -> dict[str, Any]:
         return openai_usage(c)
+
+    def spec_meta(self, c: Counts) -> dict[str, int] | None:
+        """A speculating profile's per-call acceptance, on the finish chunk's ``choices[0].meta_info`` under
+        SGLang's names (the default and every OpenAI-style dialect; None: the dialect reports none per call)."""
+        return spec_meta(c.speculation)
 
     def reported_timings(self, x: Exchange, c: Counts, t: Timings) -> dict[str, Any] | None:
         """The server timings this dialect reports for a request (logged in the truth as ``server_timings``)."""
@@ -332,6 +337,9 @@ class VLLM(Dialect):
     reasoning_fields = ("reasoning", "reasoning_content")
     errors = "vllm"
 
+    def spec_meta(self, c: Counts) -> dict[str, int] | None:
+        return None  # vLLM reports acceptance only in its spec_decode counters (/metrics), not per request
+
     def usage(self, c: Counts, t: Timings) -> dict[str, Any]:
         u = openai_usage(c)
         del u["completion_tokens_details"]
@@ -369,6 +377,11 @@ def _llamacpp_timings(c: Counts, t: Timings) -> dict[str, Any]:
         "predicted_ms": round(predicted_ms, 3),
         "predicted_per_token_ms": round(predicted_ms / c.output, 6) if c.output else 0.0,
         "predicted_per_second": round(c.output / t.decode_s, 3) if t.decode_s else 0.0,
+        **(
+            {"draft_n": c.speculation["drafted"], "draft_n_accepted": c.speculation["accepted"]}
+            if c.speculation
+            else {}
+        ),
     }
 
 
@@ -383,6 +396,9 @@ class LlamaCpp(Dialect):
         u = openai_usage(c)
         del u["completion_tokens_details"]
         return u
+
+    def spec_meta(self, c: Counts) -> dict[str, int] | None:
+        return None  # llama.cpp puts its draft counts in ``timings`` (draft_n, draft_n_accepted)
 
     def reported_timings(self, x: Exchange, c: Counts, t: Timings) -> dict[str, Any] | None:
         return _llamacpp_timings(c, t)

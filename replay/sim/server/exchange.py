@@ -23,6 +23,16 @@ class Counts:
     output: int
     reasoning: int
     created: int = 0
+    speculation: dict[str, int] | None = None  # a speculator's accepted, drafted tokens and drafts (spec_meta)
+
+
+def spec_meta(speculation: dict[str, int] | None) -> dict[str, int] | None:
+    """A request's speculation as SGLang names it in its ``meta_info`` (accepted and drafted tokens, verify steps),
+    the fields the sim sends on a speculating profile's finish chunk (``choices[0].meta_info``)."""
+    if speculation is None:
+        return None
+    return {"spec_accept_token_num": speculation["accepted"], "spec_draft_token_num": speculation["drafted"],
+            "spec_verify_ct": speculation["drafts"]}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """The sim's Prometheus ``/metrics``, under the names vLLM exports, so dashboards and scrapers built for
-vLLM read it unchanged; ``replay_sim:*`` adds what only a simulator knows (faults, loop lag)."""
+vLLM read it unchanged (a speculating profile adds vLLM's ``spec_decode`` counters); ``replay_sim:*`` adds what
+only a simulator knows (faults, loop lag)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ def exposition(
            [({}, core.prompt_tokens_total)])  # fmt: skip
     metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
            [({}, core.generation_tokens_total)])  # fmt: skip
+    if p.spec_draft_tokens:  # vLLM exports these only with speculative decoding on; counted per engine step
+        accepted, drafted, drafts = core.spec_totals
+        metric("vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.", [({}, drafts)])
+        metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.", [({}, drafted)])
+        metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.",
+               [({}, accepted)])  # fmt: skip
     finished = [({"finished_reason": r}, n) for r, n in sorted(core.finished.items())]
     metric("vllm:request_success_total", "counter", "Count of successfully processed requests.",
            finished or [({"finished_reason": "length"}, 0)])  # fmt: skip

@@ -49,6 +49,7 @@ class TruthRecord:
     preemptions: int = 0  # times the engine preempted it (KV ran out); recomputed each time
     preempted_at: list[float] = field(default_factory=list)
     recomputed_tokens: int = 0  # tokens computed a second time because of preemptions
+    speculation: dict[str, int] | None = None  # a speculating profile's accepted, drafted tokens and drafts
 
     def wrote(self, t: float, count: int) -> None:
         """Note a write of ``count`` tokens handed to the transport at ``t``."""

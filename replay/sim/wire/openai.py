@@ -150,8 +150,12 @@ class ChatStream:
         self._reasoning = cycle_of(self._chunk(dict.fromkeys(fields, SLOT)), len(fields)) if fields else None
         self.reported: dict[str, Any] | None = None  # the server timings the closing reported
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    def _chunk(
+        self, delta: dict[str, Any], finish_reason: str | None = None, meta: dict[str, int] | None = None, **extra: Any
+    ) -> bytes:
+        choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        if meta is not None:
+            choice["meta_info"] = meta
         return event({**self._base, "choices": [choice], **extra})
 
     def opening(self, counts: Counts) -> bytes:
@@ -179,7 +183,7 @@ class ChatStream:
             extra["usage"], top = top, None
         if reported is not None or not d.timings_in_usage:
             self.reported = d.reported_timings(x, counts, timings)
-        out = self._chunk({}, finish_reason, **extra)
+        out = self._chunk({}, finish_reason, d.spec_meta(counts), **extra)
         if top is not None:
             out += event({**self._base, "choices": [], "usage": top})
         return out + DONE
@@ -256,8 +260,10 @@ class CompletionStream:
         self._base = {"id": completion_id, "object": "text_completion", "created": created, "model": model}
         self._text = cycle_of(self._chunk(SLOT))
 
-    def _chunk(self, text: str, finish_reason: str | None = None) -> bytes:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+    def _chunk(self, text: str, finish_reason: str | None = None, meta: dict[str, int] | None = None) -> bytes:
+        choice: dict[str, Any] = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+        if meta is not None:
+            choice["meta_info"] = meta
         return event({**self._base, "choices": [choice]})
 
     def opening(self, counts: Counts) -> bytes:
@@ -267,7 +273,7 @@ class CompletionStream:
         return self._text.take(start, count)
 
     def closing(self, counts: Counts, finish_reason: str, timings: Timings, *, with_usage: bool = True) -> bytes:
-        out = self._chunk("", finish_reason)
+        out = self._chunk("", finish_reason, self.dialect.spec_meta(counts))
         if with_usage and (self.include_usage or self.dialect.usage_always):
             u = spoil(
                 usage(counts.prompt, counts.cached, counts.output, 0), ("prompt_tokens", "completion_tokens"), self.bad
