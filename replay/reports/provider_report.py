@@ -86,23 +86,23 @@ def _routes(s: dict[str, Any]) -> list[str]:
 
 def speculation_lines(sp: dict[str, Any] | None) -> list[str]:
     """Speculative decoding's acceptance, said of what it covers (the calls that reported it, or the host's counters
-    over the scraped windows)."""
+    over the scraped windows), in lines under 100 columns."""
     if not sp:
         return []
     length = sp.get("acceptance_length_mean")
-    cells = [f"mean acceptance length {length:.2f} tokens per verify step" if length is not None else "acceptance"]
+    what = f": mean acceptance length {length:.2f} tokens per verify step" if length is not None else ""
+    cells = []
     if sp.get("accepted_tokens") is not None:
         drafted = sp.get("drafted_tokens")
-        of = f" of {drafted:,} drafted" if drafted is not None else ""
-        cells.append(f"{sp['accepted_tokens']:,} tokens accepted{of}")
+        cells.append(
+            f"{sp['accepted_tokens']:,} tokens accepted" + (f" of {drafted:,} drafted" if drafted is not None else "")
+        )
     if sp.get("drafts") is not None:
         cells.append(f"{sp['drafts']:,} drafts")
-    src = (
-        f"reported by {sp['calls']:,} calls"
-        if sp.get("calls")
-        else f"the host's counters, {sp.get('windows') or 0} windows"
+    cells.append(
+        f"from {sp['calls']:,} calls" if sp.get("calls") else f"the host's counters ({sp.get('windows') or 0} windows)"
     )
-    return [f"  speculative decoding: {' · '.join(cells)} ({src})"]
+    return [f"  speculative decoding{what}", f"    {' · '.join(cells)}"]
 
 
 def _cost(c: dict[str, Any] | None) -> list[str]:

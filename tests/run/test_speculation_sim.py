@@ -101,6 +101,7 @@ def test_live_equals_offline_and_the_report_shows_acceptance_over_time(run: dict
     assert run["live"]["windows"] == run["offline"]["windows"]
     assert run["live"] == run["offline"]
     assert "accept." in run["text"] and "speculative decoding: mean acceptance length" in run["text"]
+    assert all(len(line) <= 100 for line in run["text"].splitlines() if "accept" in line or "drafted" in line)
 
 
 def test_a_plain_profile_reports_no_speculation(tmp_path: Path) -> None:
