@@ -185,9 +185,11 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "interactivity_e2e_p90": f.interactivity_e2e["p90"],
             "host_hit_ratio": f.cache.host_hit_ratio,
             "host_metrics": w.get("host_metrics") or {},
-            # the calls' own reports, else the host's counters scraped as the window closed
-            "speculation": f.host_figures["speculation"] or speculation.from_host_metrics(w.get("host_metrics")),
+            "speculation": f.host_figures["speculation"],
         })  # fmt: skip
+    if not any(row["speculation"] for row in out):  # no call reported it: the host's counters, as the summary's
+        for row in out:
+            row["speculation"] = speculation.from_host_metrics(row["host_metrics"])
     return out
 
 

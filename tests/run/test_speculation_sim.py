@@ -81,7 +81,8 @@ def test_the_hosts_counters_per_window_add_up_to_the_truth_and_rise_as_the_profi
     got = tuple(round(sum(m.get(k, 0) for m in scraped)) for k in ("spec_accepted_tokens", "spec_draft_tokens",
                                                                    "spec_drafts"))  # fmt: skip
     assert got == _truth_totals(run["truth"])  # the last scrape closes the last window: every step counted
-    calls = [w["speculation"] for w in windows if w["speculation"]]
+    calls = [w["speculation"] for w in windows if w["speculation"]]  # none in a window where no call completed
+    assert {s["source"] for s in calls} == {"calls"}
     assert sum(s["accepted_tokens"] for s in calls) == _truth_totals(run["truth"])[0]
     generated, checked, lengths = 0.0, 0, []
     for m in scraped:
