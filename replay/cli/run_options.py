@@ -77,6 +77,17 @@ HOST = [
         help="Follow a host's redirects (3xx) within its origin: same scheme, host and port, so the key never "
         "goes elsewhere. Without it a redirect fails the call (error class redirect, naming the target).",
     ),
+    click.option(
+        "--ca-bundle",
+        type=click.Path(dir_okay=False),
+        help="Trust these CA certificates (PEM) for a https host, instead of the system's: a private CA, or a "
+        "self-signed host such as `replay sim --tls`.",
+    ),
+    click.option(
+        "--insecure",
+        is_flag=True,
+        help="Do not verify the host's TLS certificate at all (a warning is printed and the run's header says so).",
+    ),
 ]
 
 REQUEST = [
@@ -562,6 +573,8 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         stall_timeout_s=_seconds(opts, "stall_timeout") or 120.0,
         max_response_bytes=max_bytes,
         follow_redirects=bool(opts.get("follow_redirects")),
+        ca_bundle=opts.get("ca_bundle"),
+        insecure=bool(opts.get("insecure")),
         cache_control=opts["cache_control"],
         responses_state=opts["responses_state"],
         out=out,

@@ -51,6 +51,17 @@ from replay.cli.options import profile_names
     help="Serve a seeded share of requests by a second engine with this profile, labelled fallback:PROFILE "
     "(e.g. 0.3:overloaded).",
 )
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Serve HTTPS with a self-signed certificate made now (by the openssl command) for 127.0.0.1 and localhost; "
+    "its path is printed (REPLAY_SIM_TLS cert=...): give it to replay run as --ca-bundle.",
+)
+@click.option(
+    "--tls-dir",
+    type=click.Path(file_okay=False),
+    help="With --tls: where the certificate and key are written (default: a new private temporary directory).",
+)
 @click.option("--exit-with-stdin", is_flag=True, hidden=True, help="Stop when stdin closes (the parent died).")
 @click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as one JSON array and exit.")
 def sim(
@@ -63,6 +74,8 @@ def sim(
     fault_seed: int,
     dialect: str,
     fallback: str | None,
+    tls: bool,
+    tls_dir: str | None,
     exit_with_stdin: bool,
     list_profiles: bool,
 ) -> None:
@@ -98,6 +111,16 @@ def sim(
             check(value)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=hint) from None
+    if tls_dir and not tls:
+        raise click.UsageError("--tls-dir does nothing here: it is where --tls writes its certificate; give --tls")
+    files = None
+    if tls:
+        from replay.sim.server.tls import SimTlsError, self_signed
+
+        try:
+            files = self_signed(tls_dir)
+        except SimTlsError as exc:
+            raise click.UsageError(str(exc)) from None
     serve(
         host=host,
         port=port,
@@ -108,4 +131,5 @@ def sim(
         dialect=dialect,
         fallback=fallback,
         watch_stdin=exit_with_stdin,
+        tls=files,
     )

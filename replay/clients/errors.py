@@ -14,6 +14,8 @@
 |  | the target |
 | ``http_4xx``, ``http_5xx`` | any other refusal or server error |
 | ``connect`` | no connection, or it broke before the response headers |
+| ``tls`` | the TLS handshake failed (a certificate not trusted: ``--ca-bundle FILE``, or ``--insecure``); never |
+|  | retried |
 | ``disconnect`` | the connection broke after the headers, mid-stream |
 | ``timeout`` | no bytes within the stall timeout, or the call passed its deadline |
 | ``response_too_large`` | the body passed ``--max-response-bytes``; what came before is kept |

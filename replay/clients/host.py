@@ -35,6 +35,8 @@ class HostConfig:
     resend_stale: bool = True  # a call on a kept-alive connection the host had closed is sent again, once (not
     # with --retries 0: no call is ever sent twice then)
     source_addresses: tuple[str, ...] = ()  # local addresses the connections leave from, lanes dealt over them
+    ca_bundle: str | None = None  # --ca-bundle: the CA certificates (PEM) a https host's certificate must chain to
+    insecure: bool = False  # --insecure: no TLS verification at all (warned about; in the header)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -56,6 +58,8 @@ class HostConfig:
             "follow_redirects": self.follow_redirects,
             "resend_stale": self.resend_stale,
             **({"source_addresses": list(self.source_addresses)} if self.source_addresses else {}),
+            "ca_bundle": self.ca_bundle,
+            "insecure": self.insecure,
         }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from replay.clients import wire_stamps
+from replay.clients import tls, wire_stamps
 from replay.clients.body import Body, BodyPayload
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
@@ -77,7 +77,7 @@ def _kept(headers: Any) -> dict[str, str]:
 
 def _stale_connection(exc: aiohttp.ClientError) -> bool:
     """Errors of writing to, or reading headers from, a pooled connection the server closed (not a refusal)."""
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientSSLError):
         return False
     return isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
 
@@ -106,6 +106,7 @@ class Transport:
                     force_close=per_request,
                     enable_cleanup_closed=True,
                     local_addr=(source, 0) if source else None,  # --source-address
+                    ssl=tls.context(self.host.ca_bundle, self.host.insecure),  # --ca-bundle, --insecure
                 ),
                 headers={"Accept-Encoding": "identity"},  # a body compressed anyway is decoded after (encodings.py)
                 auto_decompress=False,
@@ -199,8 +200,11 @@ class Transport:
                     resend = False
                     rec.retries += 1
                     continue
-                rec.error = "connect" if rec.t_headers is None else "disconnect"
-                rec.error_detail = excerpt(f"{type(exc).__name__}: {exc}")
+                if tls.is_tls_error(exc):
+                    rec.error, rec.error_detail = "tls", excerpt(tls.tls_detail(exc), 400)
+                else:
+                    rec.error = "connect" if rec.t_headers is None else "disconnect"
+                    rec.error_detail = excerpt(f"{type(exc).__name__}: {exc}")
             target = redirect_target(url, got.location) if rec.status in REDIRECTS else None
             if (
                 rec.error is None

@@ -12,6 +12,7 @@ in the window, never fatal.
 from __future__ import annotations
 
 import contextlib
+from ssl import SSLContext
 from typing import Any
 
 import aiohttp
@@ -75,15 +76,18 @@ def endpoint(value: str, base_url: str) -> str:
 class HostMetrics:
     """Samples one endpoint; each ``sample`` returns the window's counter increases and gauge values."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, ssl: SSLContext | bool = True) -> None:
         self.url = url
+        self.ssl = ssl  # the run's TLS setting (replay.clients.tls)
         self.last: dict[str, float] | None = None
 
     async def sample(self) -> dict[str, Any]:
         text = None
         with contextlib.suppress(aiohttp.ClientError, TimeoutError, UnicodeDecodeError):
             async with (
-                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http,
+                aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=5), connector=aiohttp.TCPConnector(ssl=self.ssl)
+                ) as http,
                 http.get(self.url) as resp,
             ):
                 if resp.status == 200:

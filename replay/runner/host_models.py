@@ -3,11 +3,13 @@ that could not be reached is told apart from one that lists nothing: the first i
 
 from __future__ import annotations
 
+from ssl import SSLContext
 from typing import Any
 
 import aiohttp
 
 from replay import event_loop
+from replay.clients import tls
 from replay.clients.client import make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.runner.run_error import EXIT_INCOMPLETE, RunError
@@ -19,17 +21,21 @@ async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str
 
 
 async def list_model(
-    base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None
+    base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None, ssl: SSLContext | bool = True
 ) -> tuple[str | None, str | None]:
     """(the first model the host lists at /models, or None; why the host could not be reached, or None). A redirect
-    is not followed (its auth stays with its origin)."""
+    is not followed (its auth stays with its origin). ``ssl``: the run's TLS setting (``replay.clients.tls``)."""
     try:
         async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
+            aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=timeout_s), connector=aiohttp.TCPConnector(ssl=ssl)
+            ) as http,
             http.get(base_url.rstrip("/") + "/models", headers=headers, allow_redirects=False) as resp,
         ):
             data = await resp.json(content_type=None)
             return str(data["data"][0]["id"])[:200], None
+    except aiohttp.ClientSSLError as exc:
+        return None, tls.tls_detail(exc)[:400]
     except (aiohttp.ClientConnectionError, TimeoutError) as exc:
         return None, f"{type(exc).__name__}: {exc}"[:200] if str(exc) else type(exc).__name__
     except (aiohttp.ClientError, ValueError, KeyError, IndexError, TypeError):
@@ -40,7 +46,8 @@ def listed_model(spec: Any, base_url: str, key: str | None) -> str:
     """The host's first listed model, when --model is not given; RunError naming why there is none (exit 3 when the
     host could not be reached: nothing could run against it)."""
     auth = make_flavour(spec.api, RequestOptions("m")).headers(key)  # a hosted API lists models to its keys
-    model, unreachable = event_loop.run(list_model(base_url, headers=auth))
+    ssl = tls.context(spec.ca_bundle, spec.insecure)
+    model, unreachable = event_loop.run(list_model(base_url, headers=auth, ssl=ssl))
     if unreachable:
         raise RunError(f"the host was never reached ({unreachable}): {base_url}/models could not be read to find a"
                        " model (give --model, or check --host)", EXIT_INCOMPLETE)  # fmt: skip

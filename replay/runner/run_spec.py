@@ -53,6 +53,8 @@ class HostSpec:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     follow_redirects: bool = False  # --follow-redirects: a host's redirects within its origin (never elsewhere)
     source_addresses: list[str] = field(default_factory=list)  # --source-address: local addresses to connect from
+    ca_bundle: str | None = None  # --ca-bundle: the CA certificates a https host's certificate must chain to
+    insecure: bool = False  # --insecure: no TLS verification (warned about, in the header)
     force_output_length: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     cache_control: str = "none"  # anthropic: none | auto
@@ -70,7 +72,8 @@ class HostSpec:
         dialect = self.resolved.dialect if self.resolved is not None else None
         return HostConfig(base_url, model, self.api, self.api_key_env, self.request_timeout_s, self.stall_timeout_s,
                           self.max_response_bytes, dialect, self.headers, self.connection, self.follow_redirects,
-                          resend_stale=resend_stale, source_addresses=tuple(self.source_addresses))  # fmt: skip
+                          resend_stale=resend_stale, source_addresses=tuple(self.source_addresses),
+                          ca_bundle=self.ca_bundle, insecure=self.insecure)  # fmt: skip
 
     def request_options(self, model: str) -> RequestOptions:
         """What every call's body carries besides its messages."""
@@ -253,6 +256,8 @@ class RunSpec:
     max_response_bytes = Flat[int]()
     follow_redirects = Flat[bool]()
     source_addresses = Flat[list[str]]()
+    ca_bundle = Flat[str | None]()
+    insecure = Flat[bool]()
     force_output_length = Flat[bool]()
     extra_body = Flat[dict[str, Any]]()
     cache_control = Flat[str]()

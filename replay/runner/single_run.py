@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from replay import event_loop
+from replay.clients import tls
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import CONNECTIONS, HostConfig
@@ -117,6 +119,7 @@ def check_spec(spec: RunSpec) -> RunSpec:
             raise RunError(
                 f"{option} {value} does nothing here: {what}, and this run's API is {spec.api} (--api {api})"
             )
+    check_transport(spec)
     try:
         parse_all(spec.thresholds, check_figures=True)
     except ThresholdError as exc:
@@ -142,6 +145,21 @@ def check_spec(spec: RunSpec) -> RunSpec:
 
         check_sim_options(spec)
     return spec
+
+
+def check_transport(spec: RunSpec) -> None:
+    """--ca-bundle and --insecure against the resolved host: RunError naming the option where one does
+    nothing or cannot work."""
+    tls_options = [o for o, given in (("--ca-bundle", spec.ca_bundle), ("--insecure", spec.insecure)) if given]
+    if len(tls_options) == 2:
+        raise RunError("--ca-bundle does nothing with --insecure: nothing is verified (give one of them)")
+    if tls_options and spec.host and not spec.host.lower().startswith("https://"):
+        raise RunError(f"{tls_options[0]} does nothing here: the host's URL is not https://")
+    if spec.ca_bundle:
+        try:
+            tls.bundle_context(spec.ca_bundle)
+        except tls.TlsError as exc:
+            raise RunError(str(exc)) from None
 
 
 def _load_config(spec: RunSpec, previous: Previous | None = None) -> LoadConfig:
@@ -274,6 +292,8 @@ class _Run:
     def _begin(self, host: HostConfig, sim: dict[str, Any] | None) -> None:
         """The header written (or the resumed segment marked): the run has started."""
         spec = self.spec
+        if host.insecure:  # loud: on the terminal now, and in the header (host.insecure) for every report
+            print(tls.INSECURE_WARNING, file=sys.stderr, flush=True)
         header = build_header(spec, host, self.workload, sim, self.truth_log) | recipe_header(spec)
         header["host"] |= self.resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
         if spec.workers > 1 or spec.ray:

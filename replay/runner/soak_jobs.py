@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from replay import clock, event_loop
+from replay.clients import tls
 from replay.metrics.windows import WindowRecorder
 from replay.records.run_file import RunWriter
 from replay.reports.prometheus_export import PrometheusSink, serve_metrics
@@ -18,7 +19,7 @@ def host_sampler(spec: Any, windows: WindowRecorder | None, base_url: str) -> Ho
     """The sampler of the host's own metrics, its baseline taken now (before any call of the run), when asked."""
     if windows is None or not spec.scrape_metrics:
         return None
-    sampler = HostMetrics(endpoint(spec.scrape_metrics, base_url))
+    sampler = HostMetrics(endpoint(spec.scrape_metrics, base_url), tls.context(spec.ca_bundle, spec.insecure))
     event_loop.run(sampler.sample())  # the baseline the first window's deltas count from
     return sampler
 

@@ -27,7 +27,7 @@ from replay.records.run_file import RequestRecord
 
 RETRY_STATUS = {408, 409, 429}
 _BEFORE_TOKENS = {"connect", "disconnect", "timeout", "incomplete", "empty", "stream_error"}
-NEVER = {"quota_exhausted", "tier_limit"}  # waiting does not cure them
+NEVER = {"quota_exhausted", "tier_limit", "tls"}  # waiting does not cure them (nor a certificate not trusted)
 INITIAL_S, MAX_BACKOFF_S = 0.5, 8.0
 
 

@@ -71,6 +71,8 @@ def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str |
     if not summary.get("requests"):  # nothing was measured, whatever stopped it (issue 30: a run that sent nothing)
         return f"the run sent no call (stop: {reason or 'unknown'}): nothing was measured"
     classes = summary.get("errors_by_class") or {}
-    if summary.get("requests") and classes.get("connect", 0) == summary["requests"]:
+    if summary.get("requests") and classes.get("connect", 0) + classes.get("tls", 0) == summary["requests"]:
+        if classes.get("tls"):
+            return "the host was never reached: its TLS handshake failed (a certificate not trusted: --ca-bundle FILE)"
         return "the host was never reached: every call failed to connect"
     return None

@@ -40,6 +40,7 @@ from replay.sim.server.ratelimits import RateLimits
 from replay.sim.server.requests import MODEL_ID, PARSERS, BadRequest, SimRequest, affinity_headers
 from replay.sim.server.response_store import ResponseStore, keep_response, prompt_messages, shell
 from replay.sim.server.routes import FallbackSpec, RoutePlan
+from replay.sim.server.tls import TlsFiles
 from replay.sim.server.truth import TruthLog, TruthRecord
 
 _MAX_BODY_BYTES = 256 * 1024 * 1024  # long agent contexts are megabytes of JSON
@@ -297,11 +298,12 @@ class SimHandle:
     truth_log: TruthLog
     _sim: _Sim
     _runner: web.AppRunner
+    tls: TlsFiles | None = None  # served over HTTPS with this certificate (``replay sim --tls``)
 
     @property
     def base_url(self) -> str:
-        """OpenAI base URL, e.g. ``http://127.0.0.1:PORT/v1``."""
-        return f"http://{self.host}:{self.port}/v1"
+        """OpenAI base URL, e.g. ``http://127.0.0.1:PORT/v1`` (``https://`` with TLS)."""
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}/v1"
 
     @property
     def faults(self) -> FaultPlan:
@@ -361,8 +363,10 @@ async def start_sim(
     dialect: str | None = None,
     fallback: str | FallbackSpec | None = None,
     profile_file: str | None = None,
+    tls: TlsFiles | None = None,
 ) -> SimHandle:
-    """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens.
+    """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens (over HTTPS with
+    ``tls``: ``replay.sim.server.tls``).
     ``dialect``: a provider's stream shape (``dialects.DIALECTS``); ``fallback``: ``SHARE:PROFILE``;
     ``profile_file``: a profile from a file (replay.sim.core.profile_file), its base defaulting to ``profile``."""
     sim_profile = resolve_profile(profile, profile_file)
@@ -375,8 +379,8 @@ async def start_sim(
     await sim.prompts.warm_up()
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_GRACE_S)
     await runner.setup()
-    await web.TCPSite(runner, host, port, backlog=1024).start()
-    return SimHandle(host, runner.addresses[0][1], sim.engine, truth, sim, runner)
+    await web.TCPSite(runner, host, port, backlog=1024, ssl_context=tls.context() if tls else None).start()
+    return SimHandle(host, runner.addresses[0][1], sim.engine, truth, sim, runner, tls)
 
 
 async def _serve(
@@ -398,6 +402,8 @@ async def _serve(
     # collector's sight, so a full collection during a burst of arrivals walks only what requests made.
     gc.collect()
     gc.freeze()
+    if handle.tls is not None:  # before READY: a parent that reads READY has the certificate's path already
+        print(f"REPLAY_SIM_TLS cert={handle.tls.cert} (trust it with --ca-bundle; {handle.base_url})", flush=True)
     print(f"REPLAY_SIM_READY port={handle.port}", flush=True)
     try:
         await stop.wait()
@@ -416,6 +422,7 @@ def serve(
     fallback: str | None = None,
     watch_stdin: bool = False,
     profile_file: str | None = None,
+    tls: TlsFiles | None = None,
 ) -> None:
     """Run the sim until SIGTERM, SIGINT or SIGHUP (or, with ``watch_stdin``, until its stdin closes: the embedded
     host's parent died); print ``REPLAY_SIM_READY port=<port>`` once listening."""
@@ -423,5 +430,5 @@ def serve(
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
-    options = {"faults": faults, "fault_seed": fault_seed, "dialect": dialect, "fallback": fallback}
+    options = {"faults": faults, "fault_seed": fault_seed, "dialect": dialect, "fallback": fallback, "tls": tls}
     event_loop.run(_serve(host, port, profile, truth_log, watch_stdin, **options))
