@@ -4,8 +4,8 @@
 Each rule names the options it covers and says, for a ``Mode`` (what the command line asks for: which hosts, the
 virtual clock, an open loop, a recipe, retries), why they would do nothing there, or None where they apply. Only
 options the user gave count (click's ``ParameterSource``: a default is never an error). What depends on the host's
-resolved API or URL (``--cache-control``, ``--responses-state``, ``--ca-bundle`` and ``--insecure`` against a
-http:// host) is checked with the host (``runner.single_run.check_spec``),
+resolved API or URL (``--cache-control``, ``--responses-state``, ``--transport websocket``, ``--ca-bundle`` and
+``--insecure`` against a http:// host) is checked with the host (``runner.single_run.check_spec``),
 and what a preset cannot take (``--speed``, ``--route-*``) where presets are read (``hosts.presets``).
 """
 
@@ -113,7 +113,7 @@ REQUESTS = ("dialect", "hosts_file", "model", "api", "api_key_env", "request_tim
             "max_response_bytes", "force_output_length", "extra_body", "headers", "connection", "service_tier",
             "speed", "route_sort", "route_order", "route_only", "no_fallbacks", "cache_control", "responses_state",
             "rate_card", "max_rpm", "drain_timeout", "check_answers", "follow_redirects",
-            "source_addresses", "ca_bundle", "insecure")  # fmt: skip
+            "source_addresses", "ca_bundle", "insecure", "transport")  # fmt: skip
 
 RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
     (("sim_profile",), _sim_profile),

@@ -88,6 +88,15 @@ HOST = [
         is_flag=True,
         help="Do not verify the host's TLS certificate at all (a warning is printed and the run's header says so).",
     ),
+    click.option(
+        "--transport",
+        type=click.Choice(["http", "websocket"]),
+        default="http",
+        show_default=True,
+        help="How calls travel: HTTP, or (--api responses) OpenAI's WebSocket mode: one socket per session, a "
+        "response.create message per turn (with --responses-state previous: only the new items, continued with "
+        "previous_response_id).",
+    ),
 ]
 
 REQUEST = [
@@ -575,6 +584,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         follow_redirects=bool(opts.get("follow_redirects")),
         ca_bundle=opts.get("ca_bundle"),
         insecure=bool(opts.get("insecure")),
+        transport=opts.get("transport") or "http",
         cache_control=opts["cache_control"],
         responses_state=opts["responses_state"],
         out=out,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
-from replay.cli.options import profile_names
+from replay.cli.options import parse_duration, profile_names
 
 
 @click.command()
@@ -62,6 +62,14 @@ from replay.cli.options import profile_names
     type=click.Path(file_okay=False),
     help="With --tls: where the certificate and key are written (default: a new private temporary directory).",
 )
+@click.option(
+    "--ws-limit",
+    default="3600",
+    show_default=True,
+    metavar="SECONDS",
+    help="How long one WebSocket of the Responses WebSocket mode lasts (OpenAI: 60 minutes); a turn sent later is "
+    "refused with websocket_connection_limit_reached and the socket closed.",
+)
 @click.option("--exit-with-stdin", is_flag=True, hidden=True, help="Stop when stdin closes (the parent died).")
 @click.option("--list-profiles", is_flag=True, help="Print every profile's derived figures as one JSON array and exit.")
 def sim(
@@ -76,6 +84,7 @@ def sim(
     fallback: str | None,
     tls: bool,
     tls_dir: str | None,
+    ws_limit: str,
     exit_with_stdin: bool,
     list_profiles: bool,
 ) -> None:
@@ -111,6 +120,12 @@ def sim(
             check(value)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint=hint) from None
+    try:
+        ws_limit_s = parse_duration(ws_limit)
+    except click.BadParameter as exc:
+        raise click.BadParameter(exc.message, param_hint="--ws-limit") from None
+    if ws_limit_s is None or ws_limit_s <= 0:
+        raise click.BadParameter("expected a duration above 0, e.g. 3600 or 60m", param_hint="--ws-limit")
     if tls_dir and not tls:
         raise click.UsageError("--tls-dir does nothing here: it is where --tls writes its certificate; give --tls")
     files = None
@@ -132,4 +147,5 @@ def sim(
         fallback=fallback,
         watch_stdin=exit_with_stdin,
         tls=files,
+        ws_limit_s=ws_limit_s,
     )

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from time import perf_counter
 from typing import Any, Protocol
 
+import aiohttp
+
 from replay.clients import provider_fields
+from replay.clients import ws_transport as ws
 from replay.clients.affinity import Affinity
 from replay.clients.answer_check import ToolCall, answer_check
 from replay.clients.body import Body
@@ -25,7 +29,7 @@ from replay.clients.flavours.responses import ResponsesFlavour
 from replay.clients.host import HostConfig
 from replay.clients.interpreter import STEP_BYTES, interpreter
 from replay.clients.stream import StreamState, interpret, interpret_steps
-from replay.clients.transport import Received, Transport
+from replay.clients.transport import ERROR_BODY_LIMIT, Received, Transport
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import MAX_HOPS, redirect_target, same_origin
 from replay.records.run_file import RequestRecord
@@ -77,6 +81,8 @@ class HostClient:
         fixed = {k: v for k, v in host.headers.items() if k not in self.affinity.header_names}
         self._headers = {**flavour.headers(self._key), **fixed}
         self.inflight = 0  # calls between send and end, for the speed-by-load figure (records' ``inflight``)
+        self.ws_url = ws.ws_url(host.base_url) if host.transport == "websocket" else None
+        self._ws_metadata = "metadata" not in flavour.options.extra_body
 
     def render(
         self,
@@ -91,6 +97,9 @@ class HostClient:
         return self.flavour.new_conversation()
 
     async def warm(self, connections: int) -> None:
+        if self.ws_url is not None and self.transport.sockets is not None:
+            await self.transport.sockets.warm(self.ws_url, self._headers, connections)
+            return
         await self.transport.warm(self.host.base_url.rstrip("/") + "/models", self._headers, connections)
 
     async def call(
@@ -112,7 +121,10 @@ class HostClient:
         self.inflight += 1
         rec.inflight = self.inflight
         try:
-            await self.transport.post(self.url, body, headers, rec, got)
+            if self.ws_url is not None:
+                await self._ws_post(rec, got, conversation, context, tools)
+            else:
+                await self.transport.post(self.url, body, headers, rec, got)
         except asyncio.CancelledError:
             self._fill(rec, got, interpret(self.flavour, got.reads, got.times, rec.t_sent))
             raise
@@ -143,6 +155,58 @@ class HostClient:
             answer = {"content": "".join(st.text), "reasoning": "".join(st.reasoning_text or ())}
             return answer | ({"tool_calls": st.tool_calls()} if st.calls else {})
         return None
+
+    async def _ws_post(self, rec: RequestRecord, got: Received, conversation: Conversation | None,
+                       context: Sequence[Message], tools: Sequence[dict[str, Any]] | None) -> None:  # fmt: skip
+        """One turn over the lane's WebSocket (``replay.clients.ws_transport``): the body rendered for that socket
+        (only the new items when it holds the conversation's last response), sent again once, in full, on
+        ``previous_response_not_found``, and once on a new socket when the host closed this one (its connection
+        limit, or closed before answering: not with --retries 0, as for HTTP's stale connections)."""
+        sockets = self.transport.sockets
+        assert sockets is not None and self.ws_url is not None
+        rec.t_call = rec.t_call if rec.t_call is not None else perf_counter()
+        want = conversation.previous_id if conversation is not None else None
+        listed = tools if isinstance(tools, list) else None
+        resent = False
+        while True:
+            try:
+                sock = await sockets.acquire(self.ws_url, self._headers, rec, want)
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                ws.connect_error(exc, rec)
+                rec.t_sent = rec.t_done = perf_counter()
+                return
+            continues = want is not None and sock.last_id == want
+            body: Body | bytes = self.flavour.body(context, rec.max_tokens, listed, conversation if continues else None)
+            if self.affinity:
+                body = self.affinity.body(body, rec.session, rec.task)
+            turn = ws.Turn([], [])
+            try:
+                await ws.exchange(sock, ws.frame(bytes(body), rec.id, self._ws_metadata), rec, self.host, turn)
+            except asyncio.CancelledError:
+                got.reads, got.times = ws.as_sse(turn.messages), turn.times
+                await asyncio.shield(sockets.release(rec.session, sock, None, "the run stopped mid-turn"))
+                raise
+            first = turn.end == "error" and len(turn.messages) == 1  # the host refused the turn before answering
+            again = (first and turn.code == ws.NOT_FOUND_CODE and continues) or (first and turn.code == ws.LIMIT_CODE)
+            stale = turn.closed is not None and not turn.messages and rec.error is None and self.host.resend_stale
+            if not resent and (again or stale):
+                why = ws.LIMIT_CODE if turn.code == ws.LIMIT_CODE else turn.closed
+                await sockets.release(rec.session, sock, None, why if why else None)
+                resent, want = True, None  # the new socket (or this one, lacking it) holds no state: all of it
+                rec.retries += 1
+                rec.notes = [*(rec.notes or []), f"sent again in full ({turn.code or turn.closed})"][:10]
+                continue
+            break
+        got.reads, got.times = ws.as_sse(turn.messages), turn.times
+        if first and turn.status is not None:  # classified like the HTTP refusal it stands for
+            rec.status, got.refusal = turn.status, turn.messages[0][:ERROR_BODY_LIMIT]
+        else:
+            rec.status = 200 if turn.messages else None
+            if turn.closed is not None and rec.error is None and turn.end is None:
+                rec.error = "disconnect" if turn.messages else "connect"
+                rec.error_detail = excerpt(turn.closed)
+        done = turn.end in ("response.completed", "response.incomplete", "response.done")
+        await sockets.release(rec.session, sock, turn.response_id if done else None, ws.broken(turn, rec))
 
     async def _interpret(self, got: Received, rec: RequestRecord, collect: bool) -> StreamState:
         """The stream's figures, read in slices by the loop's interpreter between its other work

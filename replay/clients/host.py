@@ -37,6 +37,7 @@ class HostConfig:
     source_addresses: tuple[str, ...] = ()  # local addresses the connections leave from, lanes dealt over them
     ca_bundle: str | None = None  # --ca-bundle: the CA certificates (PEM) a https host's certificate must chain to
     insecure: bool = False  # --insecure: no TLS verification at all (warned about; in the header)
+    transport: str = "http"  # http | websocket (Responses only: one socket per session, response.create per turn)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -60,10 +61,12 @@ class HostConfig:
             **({"source_addresses": list(self.source_addresses)} if self.source_addresses else {}),
             "ca_bundle": self.ca_bundle,
             "insecure": self.insecure,
+            "transport": self.transport,
         }
 
 
 CONNECTIONS = ("session", "per-request")
+TRANSPORTS = ("http", "websocket")
 _SECRET_PARAM = re.compile(r"key|token|secret|auth|password|sig", re.IGNORECASE)
 
 

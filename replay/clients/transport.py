@@ -22,6 +22,7 @@ from replay.clients.body import Body, BodyPayload
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import MAX_HOPS, REDIRECTS, Stalled, redirect_target, same_origin, watched
+from replay.clients.ws_transport import Sockets
 from replay.records.run_file import RequestRecord
 
 # A body read only at its end stays in aiohttp's buffer meanwhile; reading must not pause before it ends (the
@@ -91,6 +92,7 @@ class Transport:
         self.http: aiohttp.ClientSession | None = None  # the first pool (the only one without source addresses)
         self.pools: list[aiohttp.ClientSession] = []  # one per source address (--source-address)
         self._lanes: dict[int, int] = {}
+        self.sockets: Sockets | None = None  # --transport websocket (replay.clients.ws_transport)
         # While aiohttp's feed_data hook captures every body byte with its arrival time, a stream is read by waiting
         # for its end (one wake-up per call); after a capture misses bytes, piece by piece.
         wire_stamps.install()
@@ -115,9 +117,14 @@ class Transport:
             for source in sources
         ]
         self.http = self.pools[0]
+        if self.host.transport == "websocket":  # Responses' WebSocket mode: a socket per session, over these pools
+            self.sockets = Sockets(self.host, self._pool)
         return self
 
     async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        if self.sockets is not None:
+            await self.sockets.close()
+            self.sockets = None
         for pool in [self.http, *self.pools[1:]]:  # (``http`` may have been swapped for another session)
             if pool is not None:
                 await pool.close()

@@ -77,6 +77,7 @@ class RequestRecord:
     final: bool = True  # no further attempt followed: for a failed call, the turn failed
     headers: dict[str, str] | None = None  # response headers worth keeping (rate limits, retry advice, timings)
     connect_s: float | None = None  # time to open a new connection for this call (None: a kept-alive one was reused)
+    reconnect: str | None = None  # WebSocket: the call opened a socket in place of one the host closed (why)
     phase: str = "measured"  # warmup: a primer or warm-up call (max_tokens 1), left out of every figure
     t_intended: float | None = None  # when the call was meant to start (open loop: the session's arrival)
     prefix_seen_tokens: int | None = None  # leading tokens an earlier call of the same session tree sent

@@ -129,6 +129,9 @@ def _signals(s: dict[str, Any]) -> list[str]:
         ct = conn["connect_s"]
         out.append(f"  new connections: {conn['new']} of {conn['new'] + conn['reused']} calls, connect p50"
                    f" {_ms(ct['p50'])}, p95 {_ms(ct['p95'])} (before the bytes left: not in TTFT)")  # fmt: skip
+    if conn.get("reconnects"):
+        out.append(f"  reconnects: {conn['reconnects']} WebSockets the host closed (its connection limit, a drop) were"
+                   " replaced")  # fmt: skip
     pl = s.get("provider_limits") or {}
     named = [f"{k} {v}" for k, v in pl.items() if isinstance(v, int)]
     if named:

@@ -55,6 +55,7 @@ class HostSpec:
     source_addresses: list[str] = field(default_factory=list)  # --source-address: local addresses to connect from
     ca_bundle: str | None = None  # --ca-bundle: the CA certificates a https host's certificate must chain to
     insecure: bool = False  # --insecure: no TLS verification (warned about, in the header)
+    transport: str = "http"  # --transport: http | websocket (Responses over one socket per session)
     force_output_length: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     cache_control: str = "none"  # anthropic: none | auto
@@ -73,13 +74,13 @@ class HostSpec:
         return HostConfig(base_url, model, self.api, self.api_key_env, self.request_timeout_s, self.stall_timeout_s,
                           self.max_response_bytes, dialect, self.headers, self.connection, self.follow_redirects,
                           resend_stale=resend_stale, source_addresses=tuple(self.source_addresses),
-                          ca_bundle=self.ca_bundle, insecure=self.insecure)  # fmt: skip
+                          ca_bundle=self.ca_bundle, insecure=self.insecure, transport=self.transport)  # fmt: skip
 
     def request_options(self, model: str) -> RequestOptions:
         """What every call's body carries besides its messages."""
         checks = {None: "free", True: "all", False: "off"}[self.check_answers]
         return RequestOptions(model, self.force_output_length, self.extra_body, self.cache_control,
-                              self.responses_state, checks, self.keep_answers)  # fmt: skip
+                              self.responses_state, checks, self.keep_answers, self.transport)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -258,6 +259,7 @@ class RunSpec:
     source_addresses = Flat[list[str]]()
     ca_bundle = Flat[str | None]()
     insecure = Flat[bool]()
+    transport = Flat[str]()
     force_output_length = Flat[bool]()
     extra_body = Flat[dict[str, Any]]()
     cache_control = Flat[str]()

@@ -16,7 +16,7 @@ from replay import event_loop
 from replay.clients import tls
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
-from replay.clients.host import CONNECTIONS, HostConfig
+from replay.clients.host import CONNECTIONS, TRANSPORTS, HostConfig
 from replay.clients.limits import LimitError, check_ports, check_source_addresses, ensure_open_files
 from replay.clients.transport import Transport
 from replay.hosts.hardware import sim_profile_of
@@ -148,8 +148,16 @@ def check_spec(spec: RunSpec) -> RunSpec:
 
 
 def check_transport(spec: RunSpec) -> None:
-    """--ca-bundle and --insecure against the resolved host: RunError naming the option where one does
+    """--transport, --ca-bundle and --insecure against the resolved host: RunError naming the option where one does
     nothing or cannot work."""
+    if spec.transport not in TRANSPORTS:
+        raise RunError(f"--transport: expected one of {', '.join(TRANSPORTS)}, not {spec.transport!r}")
+    if spec.transport == "websocket" and spec.api != "responses":
+        raise RunError(f"--transport websocket does nothing here: OpenAI's WebSocket mode carries the Responses API, "
+                       f"and this run's API is {spec.api} (--api responses)")  # fmt: skip
+    if spec.transport == "websocket" and spec.connection != "session":
+        raise RunError("--connection per-request does nothing with --transport websocket: each session keeps one "
+                       "socket (a new connection per call is --transport http --connection per-request)")  # fmt: skip
     tls_options = [o for o, given in (("--ca-bundle", spec.ca_bundle), ("--insecure", spec.insecure)) if given]
     if len(tls_options) == 2:
         raise RunError("--ca-bundle does nothing with --insecure: nothing is verified (give one of them)")

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,32 +15,19 @@ from click.testing import CliRunner
 
 from replay.cli import main
 from replay.records.reader import read_run
+from tests.support.sim_process import sim_process
 from tests.support.trajectories import simple_turns, write_trajectory
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the certificate")
 
 
 @contextlib.contextmanager
 def https_sim(tls_dir: Path, truth: Path) -> Iterator[tuple[str, Path]]:
-    """``replay sim --tls`` in a process of its own: (its https base URL, its certificate); stopped on every path."""
-    cmd = [sys.executable, "-m", "replay", "sim", "--port", "0", "--profile", "fast", "--tls", "--tls-dir",
-           str(tls_dir), "--truth-log", str(truth)]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        tls_line, ready = proc.stdout.readline(), proc.stdout.readline()
+    """``replay sim --tls`` in a process of its own: (its https base URL, its certificate)."""
+    with sim_process("--profile", "fast", "--tls", "--tls-dir", str(tls_dir), "--truth-log", str(truth)) as (url, said):
+        (tls_line,) = said
         assert tls_line.startswith("REPLAY_SIM_TLS cert="), tls_line
-        assert ready.startswith("REPLAY_SIM_READY port="), ready
-        cert = Path(tls_line.split("=", 1)[1].split(" ", 1)[0])
-        yield f"https://127.0.0.1:{int(ready.strip().split('=', 1)[1])}/v1", cert
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        yield url, Path(tls_line.split("=", 1)[1].split(" ", 1)[0])
 
 
 def _run(tmp_path: Path, url: str, name: str, *extra: str) -> tuple[int, Path, str]:

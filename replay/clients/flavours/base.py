@@ -44,6 +44,7 @@ class RequestOptions:
     # flavour reads anyway), "all" (also the text: every event decoded) or "off".
     check_answers: str = "free"
     keep_answers: bool = False  # the answer text on each record, to compare hosts' answers
+    transport: str = "http"  # http | websocket (Responses: a response.create message, no stream/store transport)
 
 
 class Conversation:

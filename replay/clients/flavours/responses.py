@@ -81,6 +81,8 @@ class ResponsesFlavour(Flavour):
     end_marker = "response.completed or response.incomplete"
 
     def fixed_fields(self) -> bytes:
+        if self.options.transport == "websocket":  # a socket streams; its connection-local state needs no store
+            return body_fields({"store": False, **self.options.extra_body})
         stateful = self.options.responses_state == "previous"
         return body_fields({"stream": True, "store": stateful, **self.options.extra_body})
 

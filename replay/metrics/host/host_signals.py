@@ -56,11 +56,12 @@ def rate_limits(t: SignalTally) -> dict[str, dict[str, Any]]:
 
 def connections(t: SignalTally) -> dict[str, Any]:
     """How many calls opened a new connection and what that took (outside TTFT: before the bytes were sent)."""
-    new, reused = t.conn
+    new, reused, reconnects = t.conn
     h = t.connect
     return {
         "new": new,
         "reused": reused,
+        "reconnects": reconnects,  # WebSocket: sockets the host closed (its connection limit, a drop), replaced
         "new_share": new / (new + reused) if new + reused else None,
         "connect_s": {k: v for k, v in read_percentiles(h, (50, 95), US, mean=True).items() if k != "n"},
     }

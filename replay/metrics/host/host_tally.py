@@ -85,7 +85,7 @@ class HostTally:
         self.speeds: dict[int, dict[str, int]] = {}  # log-speed bin -> {served identity: calls}
         self.load: dict[int, Histogram] = {}  # calls in flight (power-of-two bucket) -> decode speeds (milli-tok/s)
         self.connect = _hist()  # µs to open a new connection
-        self.conn = [0, 0]  # new, reused
+        self.conn = [0, 0, 0]  # new, reused, reconnects (a WebSocket the host had closed, replaced)
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool) -> None:
@@ -147,6 +147,8 @@ class HostTally:
         self.task_usd[r.task] = self.task_usd.get(r.task, 0) + pico
 
     def _measured(self, r: RequestRecord) -> None:
+        if r.reconnect is not None:
+            self.conn[2] += 1
         if r.connect_s is not None:
             self.conn[0] += 1
             self.connect.record_value(_clip(r.connect_s * US))
@@ -257,7 +259,7 @@ class HostTally:
         t.gap_ttft, t.gap_tps = SignedHistogram.decode(data["gap_ttft"]), SignedHistogram.decode(data["gap_tps"])
         t.speeds = {int(b): dict(routes) for b, routes in data["speeds"]}
         t.load = {int(k): _dec(h) for k, h in data.get("load") or ()}
-        t.connect, t.conn = _dec(data["connect"]), list(data["conn"])
+        t.connect, t.conn = _dec(data["connect"]), [*data["conn"], 0, 0, 0][:3]  # (windows written before reconnects)
         return t
 
 

@@ -123,10 +123,11 @@ def drop(request: web.Request, record: TruthRecord, response: web.StreamResponse
     return response
 
 
-async def stream(request: web.Request, job: Job) -> web.StreamResponse:
-    """SSE answer: headers now (or with the first token), tokens as the engine samples them."""
+async def stream(request: web.Request, job: Job, out: Any = None) -> web.StreamResponse:
+    """SSE answer: headers now (or with the first token), tokens as the engine samples them. ``out``: where the
+    events go instead of an HTTP response (a WebSocket's turn: ``replay.sim.server.websocket.WsOut``)."""
     seq, record, d = job.seq, job.record, job.dialect
-    response = web.StreamResponse(
+    response = out or web.StreamResponse(
         headers={**job.headers, "Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
     wire = make_wire(job)

@@ -42,6 +42,7 @@ from replay.sim.server.response_store import ResponseStore, keep_response, promp
 from replay.sim.server.routes import FallbackSpec, RoutePlan
 from replay.sim.server.tls import TlsFiles
 from replay.sim.server.truth import TruthLog, TruthRecord
+from replay.sim.server.websocket import WS_LIMIT_S, WsTurn, websocket_handler
 
 _MAX_BODY_BYTES = 256 * 1024 * 1024  # long agent contexts are megabytes of JSON
 _SHUTDOWN_GRACE_S = 0.5  # for requests that slip in on a kept-alive connection while stopping
@@ -69,7 +70,7 @@ _SIM = web.AppKey("sim", _Sim)
 
 def _handler(api: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handle(request: web.Request) -> web.StreamResponse:
-        return await _serve_request(request, api)
+        return await serve_request(request, api)
 
     return handle
 
@@ -88,18 +89,21 @@ def _exchange(req: SimRequest, record: TruthRecord, route: str, headers: Mapping
     )
 
 
-async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
-    """Parse, tokenise, draw route and fault, queue in the engine, answer; log the truth whatever happens."""
+async def serve_request(request: web.Request, api: str, turn: WsTurn | None = None) -> web.StreamResponse:
+    """Parse, tokenise, draw route and fault, queue in the engine, answer; log the truth whatever happens. A turn of
+    a WebSocket (``turn``: Responses' WebSocket mode, ``replay.sim.server.websocket``) brings its own message, id,
+    connection-local state and where its events go."""
     sim = request.app[_SIM]
-    rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
-    record = TruthRecord(rid, time.perf_counter(), api=api, request_headers=affinity_headers(request.headers))
+    rid = (turn.request_id if turn else None) or request.headers.get("X-Request-Id") or uuid.uuid4().hex
+    record = TruthRecord(rid, time.perf_counter(), api=api, request_headers=affinity_headers(request.headers),
+                         transport="websocket" if turn else "http")  # fmt: skip
     headers = {"X-Request-Id": rid, "x-replay-route": PRIMARY}
     task = asyncio.current_task()
     assert task is not None
     sim.inflight.add(task)
     engine, seq = sim.engine, None
     try:
-        read = await _read(sim, request, api, record, headers)
+        read = await _read(sim, request, api, record, headers, turn)
         if isinstance(read, web.Response):
             return read
         req, previous, prompt_ids = read
@@ -119,9 +123,12 @@ async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
                   created_tokens=req.cache_control, shell=shell(req))  # fmt: skip
         if fault == "bad_usage":
             job.bad = record.fault_detail = sim.faults.bad_usage_variant()
-        answer = await (stream(request, job) if req.stream else complete(request, job))
-        if api == "responses" and req.store and record.status == "ok" and record.finish_reason:
-            keep_response(sim.responses, req, previous, seq, rid)
+        answer = await (stream(request, job, turn.out if turn else None) if req.stream else complete(request, job))
+        if api == "responses" and record.status == "ok" and record.finish_reason:
+            if req.store:
+                keep_response(sim.responses, req, previous, seq, rid)
+            if turn is not None:  # the connection-local state: its last response
+                keep_response(turn.local, req, previous, seq, rid, only=True)
         return answer
     except asyncio.CancelledError:
         record.status = "cancelled"
@@ -138,20 +145,23 @@ async def _serve_request(request: web.Request, api: str) -> web.StreamResponse:
 
 
 async def _read(
-    sim: _Sim, request: web.Request, api: str, record: TruthRecord, headers: dict[str, str]
+    sim: _Sim, request: web.Request, api: str, record: TruthRecord, headers: dict[str, str], turn: WsTurn | None
 ) -> tuple[SimRequest, list[dict[str, Any]] | None, np.ndarray] | web.Response:
     """The parsed request, the context it continues (Responses) and its prompt ids; or the 400 it gets."""
     rid = record.request_id
     try:
-        body = await request.read()
+        body = turn.message if turn is not None else await request.read()
         # The request arrived when its first bytes reached the server, which a burst of requests can put
         # well before this handler ran (see arrivals.stamp_arrivals).
         record.arrival = min(record.arrival, ARRIVALS.pop(id(request.protocol), record.arrival))
         req = PARSERS[api](body)
+        req.stream = req.stream or turn is not None  # a socket always streams (its message has no 'stream')
         record.request_fields = req.fields
         previous = None
         if req.previous_response_id is not None:
-            previous = sim.responses.get(req.previous_response_id)
+            local = turn.local.get(req.previous_response_id) if turn is not None else None
+            previous = local if local is not None else sim.responses.get(req.previous_response_id)
+            record.continued = previous is not None
             if previous is None:
                 body = previous_not_found(sim.dialect, req.previous_response_id, rid)
                 return _reject(record, 400, body, headers, "bad_request")
@@ -262,9 +272,11 @@ def make_app(
     seed: int = 0,
     dialect: str | Dialect | None = None,
     fallback: FallbackSpec | None = None,
+    ws_limit_s: float = WS_LIMIT_S,
 ) -> web.Application:
     """The aiohttp application of the sim with ``profile`` timing (``fallback``: a share served by a second
-    engine), answering in ``dialect``, logging to ``truth``."""
+    engine), answering in ``dialect``, logging to ``truth``; a WebSocket lasts ``ws_limit_s`` (OpenAI's 60
+    minutes)."""
     stamp_arrivals()
     spec = faults or FaultSpec()
     routes = RoutePlan(fallback, spec.seed)
@@ -282,6 +294,7 @@ def make_app(
         ("/v1/responses", "responses"),
     ):
         app.router.add_post(path, _handler(api))
+    app.router.add_get("/v1/responses", websocket_handler(serve_request, ws_limit_s))  # WebSocket mode
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
@@ -364,6 +377,7 @@ async def start_sim(
     fallback: str | FallbackSpec | None = None,
     profile_file: str | None = None,
     tls: TlsFiles | None = None,
+    ws_limit_s: float = WS_LIMIT_S,
 ) -> SimHandle:
     """Start the sim in the running loop (port 0: an ephemeral port) and return once it listens (over HTTPS with
     ``tls``: ``replay.sim.server.tls``).
@@ -374,7 +388,7 @@ async def start_sim(
     route = fallback if isinstance(fallback, FallbackSpec) or fallback is None else FallbackSpec.parse(fallback)
     truth = TruthLog(truth_log, keep=keep_truth)
     # the tokenizer loads now, not on the first request
-    app = make_app(sim_profile, truth, faults=spec, seed=seed, dialect=dialect, fallback=route)
+    app = make_app(sim_profile, truth, faults=spec, seed=seed, dialect=dialect, fallback=route, ws_limit_s=ws_limit_s)
     sim = app[_SIM]
     await sim.prompts.warm_up()
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=_SHUTDOWN_GRACE_S)
@@ -423,6 +437,7 @@ def serve(
     watch_stdin: bool = False,
     profile_file: str | None = None,
     tls: TlsFiles | None = None,
+    ws_limit_s: float = WS_LIMIT_S,
 ) -> None:
     """Run the sim until SIGTERM, SIGINT or SIGHUP (or, with ``watch_stdin``, until its stdin closes: the embedded
     host's parent died); print ``REPLAY_SIM_READY port=<port>`` once listening."""
@@ -430,5 +445,6 @@ def serve(
     # Prompts are tokenised in a worker thread; with the default 5 ms GIL switch interval the event loop
     # could wait that long to stamp an arrival or write a due token while the worker runs.
     sys.setswitchinterval(0.0002)
-    options = {"faults": faults, "fault_seed": fault_seed, "dialect": dialect, "fallback": fallback, "tls": tls}
+    options = {"faults": faults, "fault_seed": fault_seed, "dialect": dialect, "fallback": fallback, "tls": tls,
+               "ws_limit_s": ws_limit_s}  # fmt: skip
     event_loop.run(_serve(host, port, profile, truth_log, watch_stdin, **options))

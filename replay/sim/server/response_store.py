@@ -39,6 +39,10 @@ class ResponseStore:
         self._items.move_to_end(response_id)
         return found[0]
 
+    def clear(self) -> None:
+        self._items.clear()
+        self.tokens = 0
+
     def put(self, response_id: str, context: list[dict[str, Any]], tokens: int) -> None:
         """Keep ``context`` (``tokens`` long) under ``response_id``, evicting the least recently used."""
         old = self._items.pop(response_id, None)
@@ -76,8 +80,13 @@ def shell(req: SimRequest) -> dict[str, Any]:
     }
 
 
-def keep_response(store: ResponseStore, req: SimRequest, previous: list[Any] | None, seq: Seq, rid: str) -> None:
-    """Responses API: keep this response's context (without its instructions) for previous_response_id."""
+def keep_response(
+    store: ResponseStore, req: SimRequest, previous: list[Any] | None, seq: Seq, rid: str, only: bool = False
+) -> None:
+    """Responses API: keep this response's context (without its instructions) for previous_response_id; ``only``:
+    as the only one (a WebSocket's connection-local state holds its last response)."""
     answer = {"role": "assistant", "content": piece_text(seq.reasoning, seq.num_output - seq.reasoning)}
     context = [*(previous or []), *(req.messages or []), answer]
+    if only:
+        store.clear()
     store.put(f"resp_{rid}", context, seq.prompt_len + seq.num_output)

@@ -50,6 +50,8 @@ class TruthRecord:
     preempted_at: list[float] = field(default_factory=list)
     recomputed_tokens: int = 0  # tokens computed a second time because of preemptions
     speculation: dict[str, int] | None = None  # a speculating profile's accepted, drafted tokens and drafts
+    transport: str = "http"  # http | websocket (a turn of Responses' WebSocket mode)
+    continued: bool = False  # Responses: previous_response_id named a response the host held (its context used)
 
     def wrote(self, t: float, count: int) -> None:
         """Note a write of ``count`` tokens handed to the transport at ``t``."""
