@@ -13,13 +13,15 @@ from pathlib import Path
 
 import aiohttp
 
+from replay.errors import ReplayError
+
 INSECURE_WARNING = (
     "warning: --insecure: the host's TLS certificate is not verified; anyone on the path can read and change the "
     "calls (and the API key). Use --ca-bundle FILE for a private CA"
 )
 
 
-class TlsError(ValueError):
+class TlsError(ReplayError, ValueError):
     """A CA bundle that cannot be used, naming the option and the file."""
 
 

@@ -26,6 +26,7 @@ from replay.clients import tls
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import Stalled, watched
+from replay.errors import ReplayError
 from replay.records.run_file import RequestRecord
 
 LIMIT_CODE = "websocket_connection_limit_reached"
@@ -206,7 +207,7 @@ async def _receive(ws: aiohttp.ClientWebSocketResponse, turn: Turn, limit: int) 
         return
 
 
-class ResponseTooLargeError(Exception):
+class ResponseTooLargeError(ReplayError):
     """The turn's messages passed --max-response-bytes."""
 
 

@@ -23,6 +23,7 @@ MISSING = "no-such-workload.jsonl"
 CLAIMS = str(ROOT / "docs" / "claims-example.toml")
 URL = ["--host", "http://127.0.0.1:9/v1", "--model", "m"]
 TWO = ["--host", "sim:fast", "--host", "sim:default"]
+HTTPS = ["--host", "https://127.0.0.1:9/v1", "--model", "m"]
 V = ["--virtual"]
 
 
@@ -72,6 +73,11 @@ REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]
     (ALL, ["--route-order", "a,b"], [URL], [["--dialect", "openrouter", *URL]]),
     (ALL, ["--route-only", "a"], [URL], [["--dialect", "openrouter", *URL]]),
     (ALL, ["--no-fallbacks"], [URL], [["--dialect", "openrouter", *URL]]),
+    (ALL, ["--ca-bundle", "c.pem"], [[], URL], [HTTPS]),
+    (ALL, ["--insecure"], [[], URL], [HTTPS]),
+    (STUDIES, ["--insecure"], [V], []),
+    (ALL, ["--transport", "websocket"], [[]], [["--api", "responses"]]),
+    (STUDIES, ["--transport", "websocket"], [V], []),
 ]
 # The options a request carries, which the virtual clock never sends (each applies in a real-time study).
 for given in (["--dialect", "groq"], ["--model", "m"], ["--api", "completions"], ["--api-key-env", "K"],

@@ -14,8 +14,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from replay.errors import ReplayError
 
-class SimTlsError(RuntimeError):
+
+class SimTlsError(ReplayError, RuntimeError):
     """The certificate could not be made (no openssl command, or it failed), said in one line."""
 
 
