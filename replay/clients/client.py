@@ -173,6 +173,8 @@ class HostClient:
                 sock = await sockets.acquire(self.ws_url, self._headers, rec, want)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 ws.connect_error(exc, rec)
+                if rec.status is not None:  # a refused upgrade: classified by its status, its words the detail
+                    got.refusal = (rec.error_detail or "").encode()
                 rec.t_sent = rec.t_done = perf_counter()
                 return
             continues = want is not None and sock.last_id == want

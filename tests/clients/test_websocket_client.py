@@ -136,3 +136,28 @@ async def test_error_events_are_classified_like_the_http_refusals_they_stand_for
     assert (records[1].status, records[1].error) == (429, "quota_exhausted")
     assert "slow down" in records[0].error_detail and records[0].output_events == 0
     assert all(len(body["input"]) == 2 + 2 * i for i, body in enumerate(host.seen))  # no continuation asked
+
+
+async def test_a_refused_upgrade_is_classified_by_its_status():
+    """A host without the WebSocket mode (404 at the upgrade) or refusing the key (401): a classified record."""
+
+    async def refuse(request: web.Request) -> web.Response:
+        return web.json_response({"error": "no"}, status=401)
+
+    app = web.Application()
+    app.router.add_get("/v1/responses", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    config = HostConfig(f"http://127.0.0.1:{port}/v1", "m", api="responses", transport="websocket")
+    try:
+        async with Transport(config) as transport:
+            client = make_client(config, RequestOptions("m", transport="websocket"), transport)
+            rec = RequestRecord(id="r", session=0, task=0, trajectory="t", turn=0, max_tokens=3)
+            context = [_msg("user", "start")]
+            await client.call(client.render(context, 3, None), rec, None, context)
+    finally:
+        await runner.cleanup()
+    assert (rec.status, rec.error) == (401, "http_4xx") and "WebSocket upgrade (401)" in rec.error_detail

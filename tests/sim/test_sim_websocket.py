@@ -105,9 +105,11 @@ def test_the_same_records_and_figures_as_over_http(ws32):
             b.max_tokens,
         ), key
         assert a.served["id"].startswith("resp_") and b.served["id"].startswith("resp_")
+        # the host counted the same prompt beside the client's estimate (each run tags its prompts its own way)
+        assert a.prompt_tokens - a.prompt_tokens_est == b.prompt_tokens - b.prompt_tokens_est, key
     for key in ("requests", "errors"):
         assert ws_summary[key] == http_summary[key]
-    for key in ("requests", "ok", "output_tokens", "prompt_tokens", "prompt_tokens_est"):
+    for key in ("requests", "ok", "output_tokens"):
         assert ws_summary["totals"][key] == http_summary["totals"][key], key
 
 
