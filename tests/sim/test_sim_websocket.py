@@ -119,9 +119,9 @@ def test_a_socket_the_host_dropped_mid_answer_is_replaced_and_counted(tmp_path):
     with embedded_host("fast", str(truth_path), faults="drop:0.2", fault_seed=3) as sim:
         result = execute(_spec(work, sim.base_url, tmp_path / "r.jsonl", "websocket", 6, retries=0))
     run, truth = read_run(result.path), load_truth(truth_path)
-    dropped = [t for t in truth.values() if t["fault"] == "drop"]
-    failed = [r for r in run.requests if r.error is not None]
-    assert dropped and len(failed) == len(dropped) and all(r.error == "disconnect" for r in failed)
+    dropped = {t["request_id"] for t in truth.values() if t["fault"] == "drop"}
+    failed = {r.id: r.error for r in run.requests if r.error is not None}
+    assert dropped and failed == dict.fromkeys(dropped, "disconnect")  # each drop, and only a drop, failed the call
     by_lane = defaultdict(list)
     for r in run.requests:
         by_lane[r.session].append(r)
@@ -133,10 +133,13 @@ def test_a_socket_the_host_dropped_mid_answer_is_replaced_and_counted(tmp_path):
             assert (after.reconnect is not None) == (before.error == "disconnect"), (before.error, after.reconnect)
             if after.reconnect is not None:
                 replaced += 1
-                assert after.connect_s is not None and after.error is None
+                assert after.connect_s is not None  # (it may be dropped in turn: the faults are drawn per call)
     assert replaced >= 1
     summary = orjson.loads(CliRunner().invoke(main, ["report", str(result.path), "--json"]).stdout)
-    assert summary["connections"]["reconnects"] == replaced == summary["connections"]["new"]
+    # the summary counts the replacements among the calls of its window (a call after the window is left out), each
+    # of which opened a socket (a lane whose warm-up socket was late opens its first one too)
+    assert 0 < summary["connections"]["reconnects"] <= replaced
+    assert summary["connections"]["reconnects"] <= summary["connections"]["new"]
 
 
 def test_the_connection_limit_is_met_by_a_new_socket_and_counted(tmp_path):
