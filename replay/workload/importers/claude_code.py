@@ -25,6 +25,7 @@ replay sends, and the header's ``source.unrecorded_context_tokens`` sums them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,10 @@ from replay.workload.importers._common import (
     iter_jsonl,
     prompt_estimates,
 )
-from replay.workload.importers.claude_code_conversation import read_conversation
+from replay.workload.importers.claude_code_conversation import Conversation, read_conversation
 
 FORMAT = "claude-code"
+Lines = list[tuple[int, dict[str, Any]]]  # (line number, event) of one transcript
 
 UNRECORDED_NOTE = (
     "the provider's prompt tokens minus the replayed prompt's estimate, summed over the calls (per call: "
@@ -62,7 +64,7 @@ def _unrecorded_context(calls: list[Call]) -> int | None:
     return total
 
 
-def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _lines(path: Path) -> Lines:
     src = Src(path)
     out = []
     for lineno, ev in iter_jsonl(path):
@@ -80,71 +82,83 @@ def _agent_file(path: Path, session: str | None, agent_id: str, pool: dict[str, 
     return next((c for c in cands if c.is_file()), None)
 
 
-def _build(
-    path: Path,
-    lines: list[tuple[int, dict[str, Any]]],
-    traj_id: str,
-    pool: dict[str, Path],
-    out: list[Imported],
-    *,
-    subagent: bool,
-    sidechain: bool,
-    seen: set[str],
-) -> tuple[Imported, float | None]:
-    src = Src(path)
-    main = [(n, e) for n, e in lines if not e.get("isSidechain")] if not sidechain else lines
-    inline: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    if not sidechain:
-        for n, e in lines:
-            if e.get("isSidechain"):
-                inline.setdefault(str(e.get("agentId") or "sidechain"), []).append((n, e))
-    conv = read_conversation(main, src)
-    if not conv.calls:
-        raise Refused(path, "", "no model call (no assistant line) in the transcript")
-    session = next((e.get("sessionId") for _, e in lines if e.get("sessionId")), None)
-    # Subagent conversations available to link: inline sidechains, then files.
-    candidates: dict[str, tuple[Path, list[tuple[int, dict[str, Any]]]]] = {}
-    for aid, group in inline.items():
-        candidates[aid] = (path, group)
+def _sidechains(lines: Lines) -> dict[str, Lines]:
+    """The session file's own sidechain lines, grouped by agentId: subagent conversations held inline."""
+    inline: dict[str, Lines] = {}
+    for n, e in lines:
+        if e.get("isSidechain"):
+            inline.setdefault(str(e.get("agentId") or "sidechain"), []).append((n, e))
+    return inline
+
+
+def _links(conv: Conversation, candidates: dict[str, tuple[Path, Lines]]) -> dict[str, str]:
+    """tool_use id → agentId: the links the transcript states, then (fallback) a spawn prompt that matches the
+    first user message of an inline subagent conversation."""
     linked: dict[str, str] = dict(conv.agent_links)
     for tid, prompt in conv.prompts.items():
         if tid in linked:
             continue
-        for aid, (_, group) in candidates.items():  # fallback: match the prompt
+        for aid, (_, group) in candidates.items():
             first = next((e for _, e in group if e.get("type") == "user"), None)
             if first and content_text((first.get("message") or {}).get("content")) == prompt:
                 linked[tid] = aid
                 break
-    spans: dict[int, float] = {}
-    for k, ids in enumerate(conv.tool_ids):
-        for tid in ids:
-            found = linked.get(tid)
-            if found is None:
-                continue
-            aid = found
-            if aid in candidates:
-                apath, alines = candidates[aid]
-            else:
-                agent_file = _agent_file(path, session, aid, pool)
-                if agent_file is None:
-                    continue
-                apath, alines = agent_file, _lines(agent_file)
-            key = f"{apath}#{aid}"
-            if key in seen:
-                continue  # a cycle, or the same transcript linked twice
-            seen.add(key)
-            sub, span = _build(
-                apath, alines, f"{traj_id}/agent-{aid}", pool, out, subagent=True, sidechain=True, seen=seen
-            )
-            sub.header["source"]["agent_id"] = aid
-            out.append(sub)
-            conv.calls[k].spawn.append(sub.id)
-            if span is not None:
-                spans[k] = max(spans.get(k, 0.0), span)
-    for k, span in spans.items():  # the replay waits for the subagents: keep only the parent's own pause
-        c = conv.calls[k]
-        c.recorded["recorded_gap_s"] = round(c.tool_time_s or 0.0, 6)
-        c.tool_time_s = max(0.0, (c.tool_time_s or 0.0) - span)
+    return linked
+
+
+@dataclass
+class _Subagents:
+    """Where one transcript's subagents are found, and what is already imported (a cycle guard)."""
+
+    path: Path
+    session: str | None
+    traj_id: str
+    pool: dict[str, Path]
+    out: list[Imported]
+    seen: set[str]
+    candidates: dict[str, tuple[Path, Lines]]
+
+    def spawn(self, conv: Conversation, linked: dict[str, str]) -> dict[int, float]:
+        """Import each linked subagent, tie it to the call that launched it; returns call index → the longest
+        recorded span of its subagents."""
+        spans: dict[int, float] = {}
+        for k, ids in enumerate(conv.tool_ids):
+            for tid in ids:
+                aid = linked.get(tid)
+                span = None if aid is None else self._one(conv.calls[k], aid)
+                if span is not None:
+                    spans[k] = max(spans.get(k, 0.0), span)
+        return spans
+
+    def _one(self, call: Call, aid: str) -> float | None:
+        if aid in self.candidates:
+            apath, alines = self.candidates[aid]
+        else:
+            agent_file = _agent_file(self.path, self.session, aid, self.pool)
+            if agent_file is None:
+                return None
+            apath, alines = agent_file, _lines(agent_file)
+        key = f"{apath}#{aid}"
+        if key in self.seen:
+            return None  # a cycle, or the same transcript linked twice
+        self.seen.add(key)
+        sub, span = _build(
+            apath,
+            alines,
+            f"{self.traj_id}/agent-{aid}",
+            self.pool,
+            self.out,
+            subagent=True,
+            sidechain=True,
+            seen=self.seen,
+        )
+        sub.header["source"]["agent_id"] = aid
+        self.out.append(sub)
+        call.spawn.append(sub.id)
+        return span
+
+
+def _source(path: Path, conv: Conversation, session: str | None, *, subagent: bool, sidechain: bool) -> dict[str, Any]:
     source: dict[str, Any] = {
         "importer": FORMAT,
         "path": str(path),
@@ -159,6 +173,36 @@ def _build(
         source["session_id"] = session
     if sidechain and not subagent:
         source["sidechain"] = True
+    return source
+
+
+def _build(
+    path: Path,
+    lines: Lines,
+    traj_id: str,
+    pool: dict[str, Path],
+    out: list[Imported],
+    *,
+    subagent: bool,
+    sidechain: bool,
+    seen: set[str],
+) -> tuple[Imported, float | None]:
+    src = Src(path)
+    main = [(n, e) for n, e in lines if not e.get("isSidechain")] if not sidechain else lines
+    inline = _sidechains(lines) if not sidechain else {}
+    conv = read_conversation(main, src)
+    if not conv.calls:
+        raise Refused(path, "", "no model call (no assistant line) in the transcript")
+    session = next((e.get("sessionId") for _, e in lines if e.get("sessionId")), None)
+    # Subagent conversations available to link: inline sidechains, then files.
+    candidates = {aid: (path, group) for aid, group in inline.items()}
+    subagents = _Subagents(path, session, traj_id, pool, out, seen, candidates)
+    spans = subagents.spawn(conv, _links(conv, candidates))
+    for k, span in spans.items():  # the replay waits for the subagents: keep only the parent's own pause
+        c = conv.calls[k]
+        c.recorded["recorded_gap_s"] = round(c.tool_time_s or 0.0, 6)
+        c.tool_time_s = max(0.0, (c.tool_time_s or 0.0) - span)
+    source = _source(path, conv, session, subagent=subagent, sidechain=sidechain)
     model = next(iter(conv.models)) if len(conv.models) == 1 else None
     traj = build_trajectory(traj_id, conv.calls, source=source, model=model, subagent=subagent)
     return traj, conv.span_s
