@@ -72,28 +72,36 @@ def _recall_text(extras: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _trajectory(
-    events: list[Any], src: Src, jp: str, traj_id: str, path: Path, metrics: dict[str, Any] | None
-) -> Imported:
-    latencies: dict[str, float] = {}
-    usages: dict[str, dict[str, Any]] = {}
-    if isinstance(metrics, dict):
+class _Stream:
+    """One event stream read in order into calls: the context rebuilt so far, the model responses seen (one
+    call each) and the timestamps that give each call its latency and tool time."""
+
+    def __init__(self, src: Src, jp: str, metrics: dict[str, Any] | None) -> None:
+        self.src, self.jp = src, jp
+        self.latencies: dict[str, float] = {}
+        self.usages: dict[str, dict[str, Any]] = {}
+        if isinstance(metrics, dict):
+            self._metrics(metrics)
+        self.context: list[dict[str, Any]] = []
+        self.calls: list[Call] = []
+        self.tools: list[dict[str, Any]] | None = None
+        self.by_response: dict[str, int] = {}  # response id → index in calls
+        self.action_ts: dict[str, Any] = {}  # response id → timestamp of its first action
+        self.prev_ts: Any = None
+        self.models: set[str] = set()
+
+    def _metrics(self, metrics: dict[str, Any]) -> None:
+        """The record's per-response latencies and token usages, by response id."""
         for r in metrics.get("response_latencies") or ():
             if isinstance(r, dict) and r.get("response_id") and isinstance(r.get("latency"), (int, float)):
-                latencies[r["response_id"]] = float(r["latency"])
+                self.latencies[r["response_id"]] = float(r["latency"])
         for u in metrics.get("token_usages") or ():
             if isinstance(u, dict) and u.get("response_id"):
-                usages[u["response_id"]] = u
-    context: list[dict[str, Any]] = []
-    calls: list[Call] = []
-    tools: list[dict[str, Any]] | None = None
-    by_response: dict[str, int] = {}  # response id → index in calls
-    action_ts: dict[str, Any] = {}  # response id → timestamp of its first action
-    prev_ts = None
-    models: set[str] = set()
-    for i, ev in enumerate(events):
-        ejp = f"{jp}[{i}]"
-        src.expect(ev, dict, ejp, "an event object")
+                self.usages[u["response_id"]] = u
+
+    def event(self, i: int, ev: Any) -> None:
+        ejp = f"{self.jp}[{i}]"
+        self.src.expect(ev, dict, ejp, "an event object")
         ts = parse_time(ev.get("timestamp"))
         action, obs = ev.get("action"), ev.get("observation")
         args = member(ev, "args")
@@ -102,87 +110,106 @@ def _trajectory(
         response: dict[str, Any] = model_response if isinstance(model_response, dict) else {}
         rid = response.get("id")
         if action == "system":
-            context.append({"role": "system", "content": content_text(args.get("content", ev.get("message", "")))})
+            self.context.append({"role": "system", "content": content_text(args.get("content", ev.get("message", "")))})
             if isinstance(args.get("tools"), list):
-                tools = args["tools"]
+                self.tools = args["tools"]
         elif action is not None and rid:
-            if rid not in by_response:
-                choices = response.get("choices")
-                if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-                    raise src.fail(f"{ejp}.tool_call_metadata.model_response.choices", "expected a non-empty list")
-                msg = choices[0].get("message") or {}
-                cjp = f"{ejp}.tool_call_metadata.model_response.choices[0].message"
-                tcs = tool_calls(msg["tool_calls"], src, f"{cjp}.tool_calls") if msg.get("tool_calls") else None
-                output = make_output(msg.get("content"), tcs, msg.get("reasoning_content"))
-                rec = usage_figures(response.get("usage"))
-                if not rec and rid in usages:
-                    rec = usage_figures(usages[rid])
-                if response.get("model"):
-                    rec["model"] = response["model"]
-                    models.add(response["model"])
-                if rid in latencies:
-                    rec["latency_s"] = round(latencies[rid], 6)
-                else:
-                    lat = seconds_between(prev_ts, ts)
-                    if lat is not None:
-                        rec["latency_s"] = round(max(0.0, lat), 6)
-                if isinstance(response.get("created"), (int, float)):
-                    rec["timestamp"] = float(response["created"])
-                by_response[rid] = len(calls)
-                action_ts[rid] = ts
-                calls.append(
-                    Call(input=list(context), output=output, output_tokens=rec.get("output_tokens"), recorded=rec)
-                )
-                context.append(assistant_message(output))
+            if rid not in self.by_response:
+                self._response(ejp, response, rid, ts)
         elif action == "message":
-            text = content_text(args.get("content", ev.get("message", "")))
-            if ev.get("source") == "agent":  # a text-only model call
-                output = make_output(text)
-                rec = {}
-                lat = seconds_between(prev_ts, ts)
-                if lat is not None:
-                    rec["latency_s"] = round(max(0.0, lat), 6)
-                calls.append(Call(input=list(context), output=output, recorded=rec))
-                context.append(assistant_message(output))
-            else:
-                context.append({"role": "user", "content": text})
+            self._message(ev, args, ts)
         elif obs is not None:
-            if obs in _SKIP_OBSERVATIONS:
-                pass
-            elif obs == "recall":
-                text = _recall_text(ev.get("extras") or {})
-                if text:
-                    context.append({"role": "user", "content": text})
-            elif meta and meta.get("tool_call_id") and rid in by_response:
-                context.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": str(meta["tool_call_id"]),
-                        "content": content_text(ev.get("content")),
-                    }
-                )
-                dt = seconds_between(action_ts.get(rid), ts)
-                if dt is not None:
-                    c = calls[by_response[rid]]
-                    c.tool_time_s = max(c.tool_time_s or 0.0, dt)
-            elif ev.get("cause") is None or obs == "error":
-                text = content_text(ev.get("content", ev.get("message", "")))
-                if text:
-                    context.append({"role": "user", "content": text})
+            self._observation(ev, obs, meta, rid, ts)
         if ts is not None:
-            prev_ts = ts
+            self.prev_ts = ts
+
+    def _response(self, ejp: str, response: dict[str, Any], rid: str, ts: Any) -> None:
+        """The first action of a model response: one call, its output the response's first choice."""
+        choices = response.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self.src.fail(f"{ejp}.tool_call_metadata.model_response.choices", "expected a non-empty list")
+        msg = choices[0].get("message") or {}
+        cjp = f"{ejp}.tool_call_metadata.model_response.choices[0].message"
+        tcs = tool_calls(msg["tool_calls"], self.src, f"{cjp}.tool_calls") if msg.get("tool_calls") else None
+        output = make_output(msg.get("content"), tcs, msg.get("reasoning_content"))
+        rec = usage_figures(response.get("usage"))
+        if not rec and rid in self.usages:
+            rec = usage_figures(self.usages[rid])
+        if response.get("model"):
+            rec["model"] = response["model"]
+            self.models.add(response["model"])
+        if rid in self.latencies:
+            rec["latency_s"] = round(self.latencies[rid], 6)
+        else:
+            lat = seconds_between(self.prev_ts, ts)
+            if lat is not None:
+                rec["latency_s"] = round(max(0.0, lat), 6)
+        if isinstance(response.get("created"), (int, float)):
+            rec["timestamp"] = float(response["created"])
+        self.by_response[rid] = len(self.calls)
+        self.action_ts[rid] = ts
+        self.calls.append(
+            Call(input=list(self.context), output=output, output_tokens=rec.get("output_tokens"), recorded=rec)
+        )
+        self.context.append(assistant_message(output))
+
+    def _message(self, ev: dict[str, Any], args: dict[str, Any], ts: Any) -> None:
+        text = content_text(args.get("content", ev.get("message", "")))
+        if ev.get("source") == "agent":  # a text-only model call
+            output = make_output(text)
+            rec = {}
+            lat = seconds_between(self.prev_ts, ts)
+            if lat is not None:
+                rec["latency_s"] = round(max(0.0, lat), 6)
+            self.calls.append(Call(input=list(self.context), output=output, recorded=rec))
+            self.context.append(assistant_message(output))
+        else:
+            self.context.append({"role": "user", "content": text})
+
+    def _observation(self, ev: dict[str, Any], obs: Any, meta: dict[str, Any] | None, rid: Any, ts: Any) -> None:
+        if obs in _SKIP_OBSERVATIONS:
+            pass
+        elif obs == "recall":
+            text = _recall_text(ev.get("extras") or {})
+            if text:
+                self.context.append({"role": "user", "content": text})
+        elif meta and meta.get("tool_call_id") and rid in self.by_response:
+            self.context.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": str(meta["tool_call_id"]),
+                    "content": content_text(ev.get("content")),
+                }
+            )
+            dt = seconds_between(self.action_ts.get(rid), ts)
+            if dt is not None:
+                c = self.calls[self.by_response[rid]]
+                c.tool_time_s = max(c.tool_time_s or 0.0, dt)
+        elif ev.get("cause") is None or obs == "error":
+            text = content_text(ev.get("content", ev.get("message", "")))
+            if text:
+                self.context.append({"role": "user", "content": text})
+
+
+def _trajectory(
+    events: list[Any], src: Src, jp: str, traj_id: str, path: Path, metrics: dict[str, Any] | None
+) -> Imported:
+    stream = _Stream(src, jp, metrics)
+    for i, ev in enumerate(events):
+        stream.event(i, ev)
+    calls = stream.calls
     if not calls:
         raise Refused(path, jp, "no model call in the event stream")
     source: dict[str, Any] = {"importer": FORMAT, "path": str(path), "tool_time": "observation − action timestamps"}
     source["input"] = "rebuilt from events (approximation of OpenHands' conversation memory)"
-    if latencies and len(latencies) > len(by_response):
-        source["unrecorded_calls"] = len(latencies) - len(by_response)
+    if stream.latencies and len(stream.latencies) > len(stream.by_response):
+        source["unrecorded_calls"] = len(stream.latencies) - len(stream.by_response)
         source["unrecorded_calls_note"] = "responses listed in metrics with no event (e.g. invalid tool calls)"
     for c in calls:
         if c.tool_time_s is None:
             c.tool_time_s = 0.0
-    model = next(iter(models)) if len(models) == 1 else None
-    return build_trajectory(traj_id, calls, source=source, model=model, tools=tools)
+    model = next(iter(stream.models)) if len(stream.models) == 1 else None
+    return build_trajectory(traj_id, calls, source=source, model=model, tools=stream.tools)
 
 
 def _is_event_list(value: Any) -> bool:
