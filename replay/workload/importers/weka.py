@@ -15,6 +15,7 @@ the last of those subagents' completion (the replay waits for its subagents), cl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,80 +53,95 @@ def _leaf(r: dict[str, Any], src: Src, jp: str, block_size: int) -> BlockRequest
     return BlockRequest(blocks=[(h, block_size) for h in ids], input_tokens=n_in, output_tokens=n_out, recorded=rec)
 
 
-def _conversation(
-    obj: dict[str, Any],
-    src: Src,
-    jp: str,
-    traj_id: str,
-    path: Path,
-    texts: BlockText,
-    block_size: int,
-    scope: str,
-    out: list[Imported],
-    *,
-    subagent: bool,
-    start_unix: float | None,
-) -> Imported:
-    reqs = src.get(obj, "requests", list, jp, "a list of requests")
-    warm = (int(obj.get("tool_tokens") or 0) + int(obj.get("system_tokens") or 0)) // block_size
-    leaves: list[BlockRequest] = []
-    raw_leaves: list[dict[str, Any]] = []
-    waits: dict[int, float] = {}
-    for i, r in enumerate(reqs):
-        rjp = f"{jp}.requests[{i}]"
+@dataclass
+class _Trace:
+    """What the conversations of one trace share: the file, its block size and id scope, the text per block id,
+    and the subagent trajectories imported so far."""
+
+    src: Src
+    path: Path
+    texts: BlockText
+    block_size: int
+    scope: str
+    out: list[Imported]
+
+
+class _Conversation:
+    """One conversation's requests in order: its calls (leaves), the raw requests they came from, and per call
+    how long the replay waits for the subagents it spawned beyond its own end."""
+
+    def __init__(self, trace: _Trace, traj_id: str, start_unix: float | None) -> None:
+        self.trace, self.traj_id, self.start_unix = trace, traj_id, start_unix
+        self.leaves: list[BlockRequest] = []
+        self.raw_leaves: list[dict[str, Any]] = []
+        self.waits: dict[int, float] = {}
+
+    def request(self, i: int, r: Any, rjp: str) -> None:
+        src = self.trace.src
         src.expect(r, dict, rjp, "a request object")
         t = r.get("t")
         if not isinstance(t, (int, float)):
             raise src.fail(f"{rjp}.t", f"expected seconds from the start of the conversation; got {t!r}")
         if r.get("type") == "subagent":
-            dur = float(r.get("duration_ms") or 0) / 1000.0
-            begin = float(t) - dur
-            k = len(leaves) - 1  # default: the last call before it in the list
-            for j, lr in enumerate(raw_leaves):
-                if float(lr["t"]) + float(lr.get("api_time") or 0.0) <= begin + 1.0:
-                    k = j
-            if k < 0:
-                raise src.fail(rjp, "expected a parent call before the subagent started")
-            aid = str(r.get("agent_id") or f"sub{i}")
-            sub_start = None if start_unix is None else start_unix + begin
-            sub = _conversation(
-                r,
-                src,
-                rjp,
-                f"{traj_id}/{aid}",
-                path,
-                texts,
-                block_size,
-                scope,
-                out,
-                subagent=True,
-                start_unix=sub_start,
-            )
-            sub.header["source"]["agent_id"] = aid
-            out.append(sub)
-            leaves[k].spawn.append(sub.id)
-            end_k = float(raw_leaves[k]["t"]) + float(raw_leaves[k].get("api_time") or 0.0)
-            waits[k] = max(waits.get(k, 0.0), float(t) - end_k)
-            continue
-        leaf = _leaf(r, src, rjp, block_size)
-        if start_unix is not None:
-            leaf.recorded["timestamp"] = round(start_unix + float(t), 3)
-        leaves.append(leaf)
-        raw_leaves.append(r)
-    if not leaves:
-        raise Refused(path, jp, "no model call in the trace")
-    for k, leaf in enumerate(leaves):
-        nxt = raw_leaves[k + 1].get("think_time") if k + 1 < len(raw_leaves) else 0.0
-        gap = float(nxt) if isinstance(nxt, (int, float)) else 0.0
-        if k in waits:
-            leaf.recorded["recorded_gap_s"] = gap
-            gap = max(0.0, gap - waits[k])
-        leaf.tool_time_s = gap
-    id_scope = traj_id if scope != "global" else ""  # ids of one conversation only: keep them apart
-    calls, worst = block_calls(leaves, texts, key=traj_id, block_size=block_size, warm_blocks=warm, scope=id_scope)
+            self._subagent(i, r, rjp, float(t))
+            return
+        leaf = _leaf(r, src, rjp, self.trace.block_size)
+        if self.start_unix is not None:
+            leaf.recorded["timestamp"] = round(self.start_unix + float(t), 3)
+        self.leaves.append(leaf)
+        self.raw_leaves.append(r)
+
+    def _subagent(self, i: int, r: dict[str, Any], rjp: str, t: float) -> None:
+        """A subagent entry: imported as a trajectory of its own, spawned by the last call that had finished
+        when it started."""
+        dur = float(r.get("duration_ms") or 0) / 1000.0
+        begin = t - dur
+        k = len(self.leaves) - 1  # default: the last call before it in the list
+        for j, lr in enumerate(self.raw_leaves):
+            if float(lr["t"]) + float(lr.get("api_time") or 0.0) <= begin + 1.0:
+                k = j
+        if k < 0:
+            raise self.trace.src.fail(rjp, "expected a parent call before the subagent started")
+        aid = str(r.get("agent_id") or f"sub{i}")
+        sub_start = None if self.start_unix is None else self.start_unix + begin
+        sub = _conversation(r, self.trace, rjp, f"{self.traj_id}/{aid}", subagent=True, start_unix=sub_start)
+        sub.header["source"]["agent_id"] = aid
+        self.trace.out.append(sub)
+        self.leaves[k].spawn.append(sub.id)
+        end_k = float(self.raw_leaves[k]["t"]) + float(self.raw_leaves[k].get("api_time") or 0.0)
+        self.waits[k] = max(self.waits.get(k, 0.0), t - end_k)
+
+    def tool_times(self) -> None:
+        """Each call's tool time: the next call's think_time, less the wait for its subagents (clamped at 0)."""
+        raw = self.raw_leaves
+        for k, leaf in enumerate(self.leaves):
+            nxt = raw[k + 1].get("think_time") if k + 1 < len(raw) else 0.0
+            gap = float(nxt) if isinstance(nxt, (int, float)) else 0.0
+            if k in self.waits:
+                leaf.recorded["recorded_gap_s"] = gap
+                gap = max(0.0, gap - self.waits[k])
+            leaf.tool_time_s = gap
+
+
+def _conversation(
+    obj: dict[str, Any], trace: _Trace, jp: str, traj_id: str, *, subagent: bool, start_unix: float | None
+) -> Imported:
+    src, block_size = trace.src, trace.block_size
+    reqs = src.get(obj, "requests", list, jp, "a list of requests")
+    warm = (int(obj.get("tool_tokens") or 0) + int(obj.get("system_tokens") or 0)) // block_size
+    conv = _Conversation(trace, traj_id, start_unix)
+    for i, r in enumerate(reqs):
+        conv.request(i, r, f"{jp}.requests[{i}]")
+    if not conv.leaves:
+        raise Refused(trace.path, jp, "no model call in the trace")
+    conv.tool_times()
+    id_scope = traj_id if trace.scope != "global" else ""  # ids of one conversation only: keep them apart
+    calls, worst = block_calls(
+        conv.leaves, trace.texts, key=traj_id, block_size=block_size, warm_blocks=warm, scope=id_scope
+    )
     source: dict[str, Any] = {
         "importer": FORMAT,
-        "path": str(path),
+        "path": str(trace.path),
         "tool_time": "think_time of the next call",
         "text": "synthetic: one word per cl100k token, generated per block hash id",
         "block_size": block_size,
@@ -146,9 +162,7 @@ def import_file(path: Path, salt: str = "") -> list[Imported]:
     scope = str(data.get("hash_id_scope") or "global")
     start = unix_seconds(parse_time(data.get("_start_ts")))
     name = str(data.get("id") or path.stem)
-    texts = BlockText(salt)
     subs: list[Imported] = []
-    traj = _conversation(
-        data, src, "$", f"weka/{name}", path, texts, block_size, scope, subs, subagent=False, start_unix=start
-    )
+    trace = _Trace(src, path, BlockText(salt), block_size, scope, subs)
+    traj = _conversation(data, trace, "$", f"weka/{name}", subagent=False, start_unix=start)
     return [traj, *subs]
