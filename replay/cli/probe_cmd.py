@@ -8,12 +8,15 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from replay.cli import run_options
 from replay.cli.options import parse_bytes, parse_duration
+
+if TYPE_CHECKING:
+    from replay.runner.run_spec import RunSpec
 
 _HELP = """Probe a host for a few minutes and write a profile file for its simulated twin.
 
@@ -74,13 +77,40 @@ def probe(
     quiet: bool,
     **opts: Any,
 ) -> None:
-    from replay.runner.embedded_host import embedded_host
-    from replay.runner.single_run import SIM_MODEL, RunError, RunSpec, check_spec
-    from replay.twin.probe import MIN_DURATION_S, ProbeConfig, ProbeError
-    from replay.twin.probe import probe as run_probe
-    from replay.twin.runners import HttpRunner, ProbeInterrupted
+    from replay.runner.single_run import RunError, check_spec
+    from replay.twin.probe import MIN_DURATION_S, ProbeConfig
     from replay.workload.trajectory import TrajectoryError, default_workload_path, load_workload
 
+    path = _profile_path(out)
+    seconds = _seconds(duration, "--duration")
+    if seconds < MIN_DURATION_S:
+        raise click.BadParameter(f"at least {MIN_DURATION_S:.0f} s; got {duration}", param_hint="--duration")
+    base, sim = _specs(opts, force_output_length)
+    try:
+        check_spec(sim or base)
+        workload = load_workload(list(trajectories) or [default_workload_path()])
+    except (RunError, TrajectoryError) as exc:
+        raise click.ClickException(str(exc)) from None
+    log = (lambda _: None) if quiet else (lambda line: click.echo(line, err=True))
+    config = ProbeConfig(duration_s=seconds, max_concurrency=max_concurrency, max_context=max_context,
+                         kv_tokens=kv_tokens, log=log)  # fmt: skip
+    result, runner = _measure(base, sim, opts, workload, config, runs)
+    if result.kv_source == "at least":  # a bound is never written as a measurement: a twin would predict with it
+        click.echo(f"Error: the cache phase ran out of time before the host's cache was full: its KV cache holds at "
+                   f"least {result.kv_tokens:,} host tokens, a bound, not a measurement; no twin written. Give a "
+                   "longer --duration, or --kv-tokens N (the engine's log states it).", err=True)  # fmt: skip
+        sys.exit(3)
+    _write(path, result, opts["host"], runner.model or opts["model"], opts["api"], workload, seconds)
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps(result.public(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(summary(result, out or "", opts["host"], runner.model or opts["model"]))
+
+
+def _profile_path(out: str | None) -> Path:
+    """--out checked: a .toml or .json file name in a directory that exists."""
     if not out:
         raise click.BadParameter("required: the profile file to write, e.g. twin.toml", param_hint="--out")
     path = Path(out)
@@ -88,9 +118,14 @@ def probe(
         raise click.BadParameter(f"{out}: expected a .toml or .json file name", param_hint="--out")
     if not path.parent.is_dir():
         raise click.BadParameter(f"{out}: no such directory {str(path.parent)!r}", param_hint="--out")
-    seconds = _seconds(duration, "--duration")
-    if seconds < MIN_DURATION_S:
-        raise click.BadParameter(f"at least {MIN_DURATION_S:.0f} s; got {duration}", param_hint="--duration")
+    return path
+
+
+def _specs(opts: dict[str, Any], force_output_length: bool) -> tuple[RunSpec, RunSpec | None]:
+    """The passes' run spec (host, model, API, timeouts) and, without --host, the embedded simulated host's.
+    Sets ``opts["host"]`` and ``opts["sim_profile"]`` to the host resolved from --host (sim:PROFILE included)."""
+    from replay.runner.single_run import RunSpec
+
     try:
         max_bytes = parse_bytes(opts["max_response_bytes"])
     except ValueError as exc:
@@ -106,16 +141,23 @@ def probe(
                    stall_timeout_s=_seconds(opts["stall_timeout"], "--stall-timeout"),
                    max_response_bytes=max_bytes, progress=False)  # fmt: skip
     sim = None if opts["host"] else RunSpec(sim_profile=opts["sim_profile"], sim_profile_file=opts["sim_profile_file"])
-    try:
-        check_spec(sim or base)
-        workload = load_workload(list(trajectories) or [default_workload_path()])
-    except (RunError, TrajectoryError) as exc:
-        raise click.ClickException(str(exc)) from None
-    log = (lambda _: None) if quiet else (lambda line: click.echo(line, err=True))
+    return base, sim
+
+
+def _measure(
+    base: RunSpec, sim: RunSpec | None, opts: dict[str, Any], workload: Any, config: Any, runs: str | None
+) -> tuple[Any, Any]:
+    """The probe's passes, against the host or the embedded simulated host (started once for the whole probe);
+    returns what was measured and the runner (it knows the host's model). The passes' files are kept under
+    --runs, else removed. A failure or an interruption ends the command here, with its exit code."""
+    from replay.runner.embedded_host import embedded_host
+    from replay.runner.single_run import SIM_MODEL, RunError
+    from replay.twin.probe import ProbeError
+    from replay.twin.probe import probe as run_probe
+    from replay.twin.runners import HttpRunner, ProbeInterrupted
+
     directory = Path(runs) if runs else Path(tempfile.mkdtemp(prefix="replay-probe-"))
     directory.mkdir(parents=True, exist_ok=True)
-    config = ProbeConfig(duration_s=seconds, max_concurrency=max_concurrency, max_context=max_context,
-                         kv_tokens=kv_tokens, log=log)  # fmt: skip
     try:
         with contextlib.ExitStack() as stack:
             if sim is not None:  # no --host: the embedded simulated host, started once for the whole probe
@@ -123,8 +165,8 @@ def probe(
                 base.host, base.model = host.base_url, base.model or SIM_MODEL
                 opts["host"] = f"simulated:{sim.sim_profile_file or sim.sim_profile}"
             runner = HttpRunner(base, directory)  # resolves the host and its model once
-            log(f"replay probe: {opts['host']}, up to {seconds:.0f} s")
-            result = run_probe(runner, workload, directory, config)
+            config.log(f"replay probe: {opts['host']}, up to {config.duration_s:.0f} s")
+            return run_probe(runner, workload, directory, config), runner
     except ProbeError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -139,18 +181,6 @@ def probe(
     finally:
         if not runs:
             shutil.rmtree(directory, ignore_errors=True)
-    if result.kv_source == "at least":  # a bound is never written as a measurement: a twin would predict with it
-        click.echo(f"Error: the cache phase ran out of time before the host's cache was full: its KV cache holds at "
-                   f"least {result.kv_tokens:,} host tokens, a bound, not a measurement; no twin written. Give a "
-                   "longer --duration, or --kv-tokens N (the engine's log states it).", err=True)  # fmt: skip
-        sys.exit(3)
-    _write(path, result, opts["host"], runner.model or opts["model"], opts["api"], workload, seconds)
-    if as_json:
-        import orjson
-
-        click.echo(orjson.dumps(result.public(), option=orjson.OPT_INDENT_2).decode())
-    else:
-        click.echo(summary(result, out, opts["host"], runner.model or opts["model"]))
 
 
 def _seconds(text: str, option: str) -> float:
