@@ -18,7 +18,8 @@ from replay.cli import run_options, study_options
     multiple=True,
     required=True,
     help="The tier every level must meet, e.g. 'ttft_p95<=2s,user_decode_tps_p25>=60' (FIGURE OP VALUE, any summary "
-    "figure; repeat or comma-separate).",
+    "figure; repeat or comma-separate); per-call terms ('ttft<=2s,user_decode_tps>=30') are each level's goodput SLO, "
+    "judged by a figure such as 'goodput.calls_met_share>=90%'.",
 )
 @click.option("--max", "limit", default=256, show_default=True, type=click.IntRange(1), help="Largest level tried.")
 @click.option("--start", default=1, show_default=True, type=click.IntRange(1), help="First level tried.")
@@ -57,13 +58,17 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
 
     refuse_inapplicable("capacity")
     study_options.require_plots(opts)
+    targets = study_options.targets(opts, trajectories)
+    if len(targets) > 1:
+        raise click.BadParameter("one host per capacity search", param_hint="--host")
+    slo = study_options.split_slo(slo, targets)
+    if not slo:
+        raise click.BadParameter("per-call terms alone judge no level: add a summary figure, e.g. "
+                                 "'goodput.calls_met_share>=90%'", param_hint="--slo")  # fmt: skip
     try:
         thresholds = tuple(parse_all(slo))
     except ThresholdError as exc:
         raise click.BadParameter(str(exc), param_hint="--slo") from None
-    targets = study_options.targets(opts, trajectories)
-    if len(targets) > 1:
-        raise click.BadParameter("one host per capacity search", param_hint="--host")
     t = targets[0]
     base = study_options.out_dir(opts, "capacity")
     plan = CapacityPlan(
@@ -78,6 +83,7 @@ def capacity(trajectories: tuple[str, ...], slo: tuple[str, ...], limit: int, st
         study_options.mode(opts),
         t.hardware,
         study_options.command_line(),
+        tuple(t.spec.slo),
     )
     public = plan.public()
     index = base / "capacity.json"

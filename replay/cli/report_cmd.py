@@ -32,6 +32,12 @@ from replay.cli.options import parse_duration
 )
 @click.option("--from", "from_", help="Summarise only the windows from this long after the start (e.g. 2h).")
 @click.option("--to", "to", help="... up to this long after the start (e.g. 3h).")
+@click.option(
+    "--slo",
+    multiple=True,
+    metavar="EXPR",
+    help="Judge goodput at this per-call SLO instead of the run's own --slo, e.g. 'ttft<=2s,user_decode_tps>=30'.",
+)
 def report(
     run_file: str,
     as_json: bool,
@@ -40,6 +46,7 @@ def report(
     csv_dir: str | None,
     from_: str | None,
     to: str | None,
+    slo: tuple[str, ...],
 ) -> None:
     """Rebuild every figure of a run from its run file (and the simulated host's truth log, if any).
 
@@ -57,15 +64,22 @@ def report(
     if fmt := index_format(run_file):  # a sweep's, a capacity search's or a comparison's index
         from replay.cli.study_report import report_index
 
+        if slo:
+            raise click.UsageError("--slo re-judges one run file, not a study's index (give --slo to the study)")
         return report_index(run_file, fmt, as_json, html_path, csv_dir)
+    from replay.metrics.goodput import SloError, parse_slo
     from replay.reports.text_report import to_json, to_text
     from replay.runner.rebuild import rebuild_run
 
+    try:
+        call_slo = parse_slo(slo)
+    except SloError as exc:
+        raise click.BadParameter(str(exc), param_hint="--slo") from None
     between = None
     if from_ is not None or to is not None:
         between = (parse_duration(from_), parse_duration(to))
     try:
-        built = rebuild_run(run_file, truth_path, records=bool(html_path or csv_dir), between=between)
+        built = rebuild_run(run_file, truth_path, records=bool(html_path or csv_dir), between=between, slo=call_slo)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     summary, data = built.summary.to_dict(), built.data

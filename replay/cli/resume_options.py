@@ -92,6 +92,7 @@ def _recipe(h: dict[str, Any]) -> dict[str, Any]:
         "recipe_fingerprint": (recipe.get("corpus") or {}).get("fingerprint"),
         "arrivals": ol.get("arrivals"), "max_live": ol.get("max_live") if ol else None,
         "thresholds": tuple(h.get("thresholds") or ()), "abort_on_fail": bool(h.get("abort_on_fail")),
+        "slo": tuple(h.get("slo") or ()),
         "window": _text(h.get("window_s")), "scrape_metrics": h.get("scrape_metrics"),
         "baseline": gate.get("file"), "baseline_tolerance": _text(gate.get("tolerance")) if gate else None,
     }  # fmt: skip

@@ -325,6 +325,15 @@ THRESHOLDS = [
         "any summary figure by its JSON path). A breach exits with code 2.",
     ),
     click.option("--abort-on-fail", is_flag=True, help="Stop the run as soon as a threshold is breached."),
+    click.option(
+        "--slo",
+        multiple=True,
+        metavar="EXPR",
+        help="The per-call SLO goodput counts against, e.g. 'ttft<=2s,user_decode_tps>=30' (FIGURE OP VALUE; the "
+        "figures ttft, ttfat, e2e, itl, user_decode_tps of each call; repeat or comma-separate): the summary's "
+        "goodput (the share of calls and of complete tasks that met it, their tokens/s), which --threshold can gate "
+        "on ('goodput.calls_met_share>=90%').",
+    ),
 ]
 
 FAILURES = RETRY + THRESHOLDS
@@ -463,6 +472,7 @@ RUN_ONLY_DEFAULTS: dict[str, Any] = {
     "retry_partial": False,
     "on_error": "continue",
     "thresholds": (),
+    "slo": (),
     "abort_on_fail": False,
     "prometheus": None,
     "scrape_metrics": None,
@@ -565,6 +575,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         load=load,
         retries=opts["retries"],
         thresholds=list(opts["thresholds"]),
+        slo=list(opts["slo"]),
         window_s=_seconds(opts, "window"),
         workers=opts.get("workers") or (0 if opts.get("ray") else 1),
         ray=opts.get("ray"),

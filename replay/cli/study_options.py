@@ -164,6 +164,28 @@ def with_hardware(spec: Any, hw: Any) -> Any:
     return dataclasses.replace(spec, recipe_facts=facts)
 
 
+def split_slo(slo: tuple[str, ...], targets: list[Any]) -> tuple[str, ...]:
+    """A study's ``--slo``: its per-call terms (``ttft<=2s``, ``user_decode_tps>=30``) become every level's goodput
+    SLO (set on each target's spec); the rest (``ttft_p95<=2s``, ``goodput.calls_met_share>=90%``) are returned, the
+    thresholds each level is judged by."""
+    from replay.expressions import split_terms
+    from replay.metrics.goodput import SloError, is_call_term, parse_slo
+
+    terms = split_terms(slo)
+    call = [t for t in terms if is_call_term(t)]
+    try:
+        parse_slo(call)
+    except SloError as exc:
+        raise click.BadParameter(str(exc), param_hint="--slo") from None
+    rest = tuple(t for t in terms if not is_call_term(t))
+    if not call and any(t.startswith("goodput.") for t in rest):
+        raise click.BadParameter("goodput is counted against a per-call SLO: add its terms, e.g. 'ttft<=2s,"
+                                 "user_decode_tps>=30'", param_hint="--slo")  # fmt: skip
+    for t in targets:
+        t.spec.slo = call
+    return rest
+
+
 def load_spec_workload(spec: Any) -> Any:
     """The workload a spec names (the shipped one by default), loaded and counted once."""
     from replay.runner.single_run import load_run_workload

@@ -45,7 +45,11 @@ def _progress(level: Any, label: str, quiet: bool) -> None:
     "per doubling of sessions) or slo (the last level before the --slo breaks).",
 )
 @click.option(
-    "--slo", multiple=True, help="SLO thresholds judged at every level, e.g. 'ttft_p95<=2s,user_decode_tps_p25>=60'."
+    "--slo",
+    multiple=True,
+    help="SLO thresholds judged at every level, e.g. 'ttft_p95<=2s,user_decode_tps_p25>=60'; per-call terms "
+    "('ttft<=2s,user_decode_tps>=30') are each level's goodput SLO (its summary's goodput, which a threshold such "
+    "as 'goodput.calls_met_share>=90%' can judge).",
 )
 @click.option(
     "--frontier-x",
@@ -83,6 +87,8 @@ def sweep(
     refuse_inapplicable("sweep")
     study_options.require_plots(opts)
     concurrency = study_options.parse_levels(levels)
+    targets = study_options.targets(opts, trajectories)
+    slo = study_options.split_slo(slo, targets)
     try:
         parse_rule(knee, tuple(parse_all(slo)))
     except ThresholdError as exc:
@@ -93,18 +99,16 @@ def sweep(
         Axis.parse(frontier_x)
     except FrontierError as exc:
         raise click.BadParameter(str(exc), param_hint="--frontier-x") from None
-    targets = study_options.targets(opts, trajectories)
     base = study_options.out_dir(opts, "sweep")
     several = len(targets) > 1
     window, warmup = study_options.seconds(opts, "window"), study_options.seconds(opts, "warmup")
-    slo_list = tuple(part.strip() for text in slo for part in text.split(",") if part.strip())
 
     def one(i_target: tuple[int, Any]) -> dict[str, Any]:
         i, t = i_target
         out = base / slug(t.label, i) if several else base
         runner = study_options.runner(opts, t.spec, out)
-        plan = SweepPlan(concurrency, window, warmup, t.label, study_options.mode(opts), t.hardware, knee, slo_list,
-                         study_options.command_line(), frontier_x)  # fmt: skip
+        plan = SweepPlan(concurrency, window, warmup, t.label, study_options.mode(opts), t.hardware, knee, slo,
+                         study_options.command_line(), frontier_x, tuple(t.spec.slo))  # fmt: skip
         return run_sweep(plan, runner, out / "sweep.json", lambda lv: _progress(lv, t.label, opts["quiet"]))
 
     try:

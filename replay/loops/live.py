@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from replay import clock
 from replay.histogram import TPS_SCALE, US, percentile
-from replay.metrics.accumulator import decode_tps
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.records.run_file import RequestRecord, TaskRecord
 from replay.workload.words import plural
 

@@ -20,8 +20,9 @@ import numpy as np
 
 from replay.histogram import HIGHEST, Histogram
 from replay.metrics.answer_tally import AnswerTally
+from replay.metrics.goodput import CallSlo, GoodputTally
 from replay.metrics.host.host_tally import HostTally
-from replay.metrics.recipes.recipe_tally import RecipeTally
+from replay.metrics.recipes.recipe_tally import RecipeTally, decode_tps
 from replay.metrics.task_figures import TaskTally
 from replay.records.run_file import RequestRecord, TaskRecord
 
@@ -52,14 +53,6 @@ def token_scale(r: RequestRecord) -> float:
     if r.output_tokens and r.output_events:
         return r.output_tokens / r.output_events
     return 1.0
-
-
-def decode_tps(r: RequestRecord) -> float | None:
-    """Per-user decode speed after the first token: (output tokens − 1) / (last token − first token)."""
-    n_out = r.output_tokens if r.output_tokens is not None else r.output_events
-    if n_out >= 2 and r.t_first_token and r.t_last_token and r.t_last_token > r.t_first_token:
-        return (n_out - 1) / (r.t_last_token - r.t_first_token)
-    return None
 
 
 class _Bucket:
@@ -113,7 +106,7 @@ def _dec(data: str | None) -> Histogram:
 class Accumulator:
     """Counts, sums and histograms of a set of requests (see the module's docstring)."""
 
-    def __init__(self, card: dict[str, Any] | None = None) -> None:
+    def __init__(self, card: dict[str, Any] | None = None, slo: CallSlo | None = None) -> None:
         self.sums = dict.fromkeys(_SUMS, 0)
         self.errors_by_class: dict[str, int] = {}
         self.hist = {name: new_histogram() for name in HISTOGRAMS}
@@ -125,6 +118,7 @@ class Accumulator:
         self.recipe = RecipeTally()  # the AgentX, validity and intended-start figures (docs/recipes.md)
         self.tasks = TaskTally()  # the tasks that ended (per-task figures)
         self.answers = AnswerTally()  # the answers' checks (the summary's ``answers``)
+        self.goodput = GoodputTally(slo)  # the calls and tasks that met the per-call SLO (``slo``: none, none judged)
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
@@ -151,6 +145,7 @@ class Accumulator:
         self._tokens(r, token_key)
         self.host.add(r, measured)
         self.recipe.add(r, measured)
+        self.goodput.add(r, measured)
         self.answers.add(r)
         if measured:
             self._measured(r)
@@ -233,6 +228,7 @@ class Accumulator:
         self.estimated_input |= other.estimated_input
         self.host.merge(other.host, counts=True, calls=measured)
         self.recipe.merge(other.recipe, counts=True, calls=measured)
+        self.goodput.merge(other.goodput, counts=True, calls=measured)
         self.tasks.merge(other.tasks)
         self.answers.merge(other.answers)
         if measured:
@@ -245,6 +241,7 @@ class Accumulator:
                 self.sums[name] += other.sums[name]
         self.host.merge(other.host, counts=False, calls=True)
         self.recipe.merge(other.recipe, counts=False, calls=True)
+        self.goodput.merge(other.goodput, counts=False, calls=True)
         self._merge_calls(other)
 
     def _merge_calls(self, other: Accumulator) -> None:
@@ -268,6 +265,7 @@ class Accumulator:
             "recipe": self.recipe.encode(),
             "tasks_ended": self.tasks.encode(),
             "answers": self.answers.encode(),
+            "goodput": self.goodput.encode(),
         }
 
     @classmethod
@@ -284,6 +282,7 @@ class Accumulator:
         acc.recipe = RecipeTally.decode(data.get("recipe"))
         acc.tasks = TaskTally.decode(data.get("tasks_ended"))
         acc.answers = AnswerTally.decode(data.get("answers"))
+        acc.goodput = GoodputTally.decode(data.get("goodput"))
         return acc
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from replay.histogram import TPS_SCALE, US, equivalent, units
-from replay.metrics.accumulator import decode_tps
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.metrics.summary import steady_window
 from replay.records.run_file import RequestRecord, RunData
 

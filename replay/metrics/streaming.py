@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.goodput import CallSlo
 from replay.metrics.recorded_timeline import TimelineTally
-from replay.metrics.summary import Window, figures, header_card, joined, window_from
+from replay.metrics.summary import Window, figures, header_card, header_slo, joined, window_from
 from replay.metrics.summary_types import Summary
 from replay.records.run_file import RequestRecord, RunData, TaskRecord
 
@@ -27,7 +28,9 @@ WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
 class StreamSummary:
     """Feed phases, requests, tasks and client samples in file order; ``summary`` at any point."""
 
-    def __init__(self, keep_tasks: bool = False, recorded: Any = None, ship_tasks: bool = False) -> None:
+    def __init__(
+        self, keep_tasks: bool = False, recorded: Any = None, ship_tasks: bool = False, slo: CallSlo | None = None
+    ) -> None:
         self.phases: dict[str, float] = {}  # the current segment's marks (a resumed run has several segments)
         self.done: list[Window] = []  # the windows of the segments before the current one
         self.first_phases: dict[str, float] | None = None
@@ -43,10 +46,13 @@ class StreamSummary:
         self.last_done: float | None = None
         self.ship_tasks = ship_tasks  # a sharded run's worker: its task records go to the parent with its part
         self.shipped: list[TaskRecord] = []
+        self.slo = slo  # goodput's per-call SLO over the header's (replay report --slo re-judges a run)
 
     def header(self, header: dict[str, Any]) -> None:
         """The run's header, before any request: its rate card prices each request as it comes."""
         self.acc.host.card = self.early.host.card = header_card(header)
+        self.slo = self.slo or header_slo(header)
+        self.acc.goodput.slo = self.early.goodput.slo = self.slo
         self.timeline.header(header)
 
     def phase(self, name: str, t: float) -> None:
@@ -112,7 +118,7 @@ class StreamSummary:
         part = (self.acc, self.early, self.first_sent, self.last_done, self.shipped)
         self.shipped = []
         card, origin = self.acc.host.card, self.acc.recipe.origin
-        self.acc, self.early = Accumulator(card), Accumulator(card)
+        self.acc, self.early = Accumulator(card, self.slo), Accumulator(card, self.slo)
         self.acc.recipe.origin = origin
         self.first_sent = self.last_done = None
         return part
@@ -156,6 +162,7 @@ def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
     view.sums, view.errors_by_class, view.hist = acc.sums, acc.errors_by_class, acc.hist
     view.by_context, view.by_turn, view.estimated_input = acc.by_context, acc.by_turn, acc.estimated_input
     view.host, view.recipe, view.tasks, view.answers = acc.host, acc.recipe, acc.tasks, acc.answers
+    view.goodput = acc.goodput
     view.tokens = {True: inside}
     return view
 

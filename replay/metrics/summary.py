@@ -15,6 +15,7 @@ from typing import Any
 from replay.histogram import Histogram, read_percentiles
 from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
 from replay.metrics.breakdowns import breakdown_figures
+from replay.metrics.goodput import CallSlo, parse_slo
 from replay.metrics.host import host_signals, routes, speculation
 from replay.metrics.host.cost import hourly_cost, run_cost
 from replay.metrics.host.server_figures import server_figures
@@ -101,11 +102,16 @@ def steady_window(run: RunData) -> Window:
 
 
 def accumulate(
-    requests: Iterable[RequestRecord], win: Window, card: dict[str, Any] | None = None, tasks: Iterable[TaskRecord] = ()
+    requests: Iterable[RequestRecord],
+    win: Window,
+    card: dict[str, Any] | None = None,
+    tasks: Iterable[TaskRecord] = (),
+    slo: CallSlo | None = None,
 ) -> Accumulator:
     """The summary's accumulator of ``requests``: per-call figures of the successful calls sent in ``win``, and
-    every token keyed by whether it fell inside ``win``; each priced with the rate ``card``; and the ``tasks``."""
-    acc = Accumulator(card)
+    every token keyed by whether it fell inside ``win``; each priced with the rate ``card`` and judged against the
+    per-call ``slo``; and the ``tasks``."""
+    acc = Accumulator(card, slo)
     acc.recipe.origin = win.start
     inside = win.__contains__
     for r in requests:
@@ -118,7 +124,7 @@ def accumulate(
 def summarize(run: RunData) -> Summary:
     """All figures of a run from its records (the shape of ``replay report --json``, less what ``finish`` adds)."""
     win = steady_window(run)
-    return figures(accumulate(run.requests, win, header_card(run.header), run.tasks), win, run)
+    return figures(accumulate(run.requests, win, header_card(run.header), run.tasks, header_slo(run.header)), win, run)
 
 
 def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
@@ -156,6 +162,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
         user_decode_tps=_percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
         user_output_tps_incl_wait=_percentiles(h["with_wait"], (25, 50), TPS_SCALE),
         throughput=_throughput(acc, win.seconds, True, *run_hardware(run.header)),
+        goodput=acc.goodput.figures(acc.tasks.complete, win.seconds),
         cache=_cache(acc),
         tasks=acc.tasks.figures(),
         totals=_totals(acc),
@@ -220,6 +227,11 @@ def header_card(header: dict[str, Any]) -> dict[str, Any] | None:
     """The rate card a run was priced with (the hosts file's or --rate-card's, as its header keeps it)."""
     card = (header.get("host") or {}).get("price")
     return card if isinstance(card, dict) else None
+
+
+def header_slo(header: dict[str, Any]) -> CallSlo | None:
+    """The per-call SLO goodput is judged at (``replay run --slo``, as its header keeps it)."""
+    return parse_slo(header.get("slo") or [])
 
 
 def run_identity(header: dict[str, Any]) -> RunIdentity:

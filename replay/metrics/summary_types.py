@@ -180,6 +180,7 @@ class Summary(Mapping[str, Any]):
     user_decode_tps: Percentiles
     user_output_tps_incl_wait: Percentiles
     throughput: Throughput
+    goodput: JSON  # the calls and tasks that met the per-call SLO (--slo), and their throughput (docs/metrics.md)
     cache: CacheFigures
     tasks: JSON
     totals: Totals
@@ -232,6 +233,7 @@ class Summary(Mapping[str, Any]):
             "user_decode_tps": self.user_decode_tps.to_dict(),
             "user_output_tps_incl_wait": self.user_output_tps_incl_wait.to_dict(),
             "throughput": asdict(self.throughput),
+            "goodput": dict(self.goodput),
             "cache": asdict(self.cache),
             "tasks": self.tasks,
             "totals": asdict(self.totals),

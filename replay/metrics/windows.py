@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.goodput import CallSlo
 from replay.metrics.host import speculation
-from replay.metrics.summary import Window, figures, header_card
+from replay.metrics.summary import Window, figures, header_card, header_slo
 from replay.metrics.summary_types import Summary
 from replay.records.run_file import RequestRecord, RunData
 
@@ -31,11 +32,12 @@ class WindowRecorder:
         self.first = self.index = first_index  # a resumed run's windows go on numbering from its last one
         self.phases: dict[str, float] = {}
         self.card: dict[str, Any] | None = None  # the run's rate card, from its header
+        self.slo: CallSlo | None = None  # goodput's per-call SLO, from its header
         self.origin: float | None = None  # the steady window's start (recipe coverage slices count from it)
         self._new()
 
     def _new(self) -> None:
-        self.steady, self.other = Accumulator(self.card), Accumulator(self.card)
+        self.steady, self.other = Accumulator(self.card, self.slo), Accumulator(self.card, self.slo)
         self.steady.recipe.origin = self.other.recipe.origin = self.origin
         self.host_metrics: dict[str, float] = {}
 
@@ -49,8 +51,9 @@ class WindowRecorder:
 
     # --- the sink the run writer feeds --------------------------------------------------------------------
     def header(self, header: dict[str, Any]) -> None:
-        self.card = header_card(header)
+        self.card, self.slo = header_card(header), header_slo(header)
         self.steady.host.card = self.other.host.card = self.card
+        self.steady.goodput.slo = self.other.goodput.slo = self.slo
 
     def phase(self, name: str, t: float) -> None:
         self.phases[name] = t

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.metrics.accumulator import decode_tps
 from replay.metrics.breakdowns import ttft_s
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.metrics.summary import steady_window
 from replay.metrics.timeline import run_start
 from replay.records.run_file import RequestRecord, RunData

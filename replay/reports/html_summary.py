@@ -73,7 +73,23 @@ def latency(rep: RunReport) -> Section:
             " ten get or beat. The E2E-normalised one includes queueing and prefill (InferenceX AgentX's x axis)."
         )
     )
-    return Section("latency", "Latency", body)
+    return Section("latency", "Latency", body + _goodput(s.get("goodput")))
+
+
+def _goodput(g: dict[str, Any] | None) -> str:
+    """Goodput at the run's per-call SLO (``--slo``), when it has one."""
+    if not g or not g.get("slo"):
+        return ""
+    rows = [
+        ["calls in the window", pct(g["calls_met_share"]), f"{g['calls_met']:,}", f"{g['calls']:,}"],
+        ["complete tasks (every call met it)", pct(g["tasks_met_share"]), f"{g['tasks_met']:,}", f"{g['tasks']:,}"],
+    ]
+    return table([f"goodput at {g['slo']}", "met", "n met", "of"], rows) + paragraph(
+        text(
+            f"Good throughput (the met calls' tokens over the window): total {num(g['total_tps'])}"
+            f" tokens/s, output {num(g['output_tps'])} tokens/s."
+        )
+    )
 
 
 def throughput(rep: RunReport) -> Section:

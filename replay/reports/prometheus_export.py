@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from replay.metrics.accumulator import decode_tps, token_scale
+from replay.metrics.accumulator import token_scale
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.records.run_file import RequestRecord, TaskRecord
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

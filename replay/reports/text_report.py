@@ -46,6 +46,7 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
     lines += (
         _throughput(s["throughput"])
         + _hardware(s)
+        + _goodput(s.get("goodput"))
         + _cache(s["cache"])
         + _tasks(s["tasks"])
         + _answers(s.get("answers"))
@@ -134,6 +135,19 @@ def _throughput(t: dict[str, Any]) -> list[str]:
         f"  +  new input {_rate(t['new_input_tps'])}  +  output {_rate(t['output_tps'])}",
         f"  per minute: {_rate(t['total_tokens_per_min'])} tokens total, {_rate(t['output_tokens_per_min'])} output"
         + ("  (input from client estimates: host sent no usage)" if t.get("input_from_client_estimate") else ""),
+    ]
+
+
+def _goodput(g: dict[str, Any] | None) -> list[str]:
+    if not g or not g.get("slo"):
+        return []
+    return [
+        "",
+        f"Goodput at the per-call SLO {g['slo']}",
+        f"  calls {_pct(g['calls_met_share'])} ({g['calls_met']:,} of {g['calls']:,} in the window)"
+        f" · complete tasks {_pct(g['tasks_met_share'])} ({g['tasks_met']:,} of {g['tasks']:,}, every call met)",
+        f"  good throughput: total {_rate(g['total_tps'])} tok/s, output {_rate(g['output_tps'])} tok/s"
+        " (the met calls' tokens over the window)",
     ]
 
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.metrics.goodput import CallSlo
 from replay.metrics.host import speculation
 from replay.metrics.recorded_timeline import TaskDrift, recorded
 from replay.metrics.streaming import StreamSummary, read_stream
+from replay.metrics.summary import header_slo
 from replay.metrics.summary_types import Summary, Verdict
 from replay.metrics.truth_compare import compare_file, find_truth_log
 from replay.metrics.windows import series, span, window_records
@@ -85,11 +87,18 @@ def rebuild_run(
     truth: str | Path | None = None,
     records: bool = False,
     between: tuple[float | None, float | None] | None = None,
+    slo: CallSlo | None = None,
 ) -> Rebuilt:
     """The summary of ``run_file`` (ValueError naming the file when it cannot be read), read once in flat memory;
-    ``records`` also reads every record (the HTML and CSV reports)."""
-    stream = StreamSummary(keep_tasks=True, recorded=lambda header: recorded(run_file, header))
+    ``records`` also reads every record (the HTML and CSV reports); ``slo``: goodput judged at this per-call SLO
+    instead of the run's own (``replay report --slo``)."""
+    stream = StreamSummary(keep_tasks=True, recorded=lambda header: recorded(run_file, header), slo=slo)
     stream, data = read_stream(run_file, stream=stream)
+    own = header_slo(data.header)
+    if slo is not None and between is not None and (own is None or own.exprs != slo.exprs):
+        own_text = own.expr if own else "none"
+        raise ValueError(f"{run_file}: --slo with --from/--to: the window records were judged at the run's own SLO "
+                         f"({own_text}); summarise the whole run to judge it at another")  # fmt: skip
     summary = finish(stream, data, run_file, truth, between)
     if records:
         full = read_run(run_file, notes=lambda _: None)  # the notes were said by the first pass

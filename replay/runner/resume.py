@@ -21,7 +21,7 @@ SAME = (
     ("host", "api"), ("host", "model"), ("simulated_host",), ("simulated", "faults"), ("simulated", "dialect"),
     ("request",), ("load", "concurrency"), ("load", "tasks"), ("load", "tool_time"),
     ("load", "seed"), ("load", "salt_tasks"), ("load", "rate_limit"), ("load", "retry"), ("load", "on_error"),
-    ("workload", "digest"), ("thresholds",), ("window_s",),
+    ("workload", "digest"), ("thresholds",), ("slo",), ("window_s",),
 )  # fmt: skip
 
 
@@ -113,6 +113,8 @@ def check_same(before: dict[str, Any], now: dict[str, Any], duration_s: float | 
         )
     for path in SAME:
         was, asked = _get(before, path), _get(now, path)
+        if path == ("slo",):  # goodput's per-call SLO: a run file made before it existed has none
+            was, asked = was or [], asked or []
         if was != asked:
             name = ".".join(path)
             raise ResumeError(f"--resume: the run was made with {name} = {was!r}; this one asks for {asked!r}")

@@ -53,6 +53,7 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         },
         "load": spec.load.public(),
         "thresholds": list(spec.thresholds),
+        "slo": list(spec.slo),  # goodput's per-call SLO (replay report judges the file at it again)
         "abort_on_fail": spec.abort_on_fail,
         "window_s": spec.window_s,
         "scrape_metrics": spec.scrape_metrics,

@@ -122,6 +122,7 @@ class GateSpec:
     """How the run is judged: thresholds (replay.verdict.thresholds) and the baseline gate."""
 
     thresholds: list[str] = field(default_factory=list)  # 'ttft_p95<2s', ...
+    slo: list[str] = field(default_factory=list)  # goodput's per-call SLO: 'ttft<=2s', 'user_decode_tps>=30', ...
     abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
     baseline: str | None = None  # an earlier run file: figures worse than it by more than the tolerance fail the run
     baseline_tolerance: float = 0.10
@@ -284,6 +285,7 @@ class RunSpec:
     prometheus = Flat[str | None]()
     scrape_metrics = Flat[str | None]()
     thresholds = Flat[list[str]]()
+    slo = Flat[list[str]]()
     abort_on_fail = Flat[bool]()
     baseline = Flat[str | None]()
     baseline_tolerance = Flat[float]()

@@ -19,12 +19,14 @@ from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import CONNECTIONS, TRANSPORTS, HostConfig
 from replay.clients.limits import LimitError, check_ports, check_source_addresses, ensure_open_files
 from replay.clients.transport import Transport
+from replay.expressions import split_terms
 from replay.hosts.hardware import sim_profile_of
 from replay.hosts.resolve import HostError, ResolvedHost, rate_card_option, resolve
 from replay.loops.closed_loop import ClosedLoop
 from replay.loops.load import LoadConfig
 from replay.loops.open_loop import OpenLoop, OpenLoopConfig
 from replay.loops.skeleton import run_loop
+from replay.metrics.goodput import SloError, parse_slo
 from replay.metrics.host.cost import for_endpoint
 from replay.metrics.recorded_timeline import recorded
 from replay.metrics.streaming import StreamSummary
@@ -124,6 +126,12 @@ def check_spec(spec: RunSpec) -> RunSpec:
         parse_all(spec.thresholds, check_figures=True)
     except ThresholdError as exc:
         raise RunError(f"--threshold: {exc}") from None
+    try:
+        slo = parse_slo(spec.slo)
+    except SloError as exc:
+        raise RunError(f"--slo: {exc}") from None
+    if slo is None and (gated := [t for t in split_terms(spec.thresholds) if t.strip().startswith("goodput.")]):
+        raise RunError(f"--threshold {gated[0]!r}: goodput is counted against a per-call SLO: give --slo")
     try:
         make_flavour(spec.api, RequestOptions("m"))
     except ValueError as exc:

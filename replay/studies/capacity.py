@@ -45,6 +45,7 @@ class CapacityPlan:
     mode: str = "real time"
     hardware: Hardware = field(default_factory=Hardware)
     command: str = ""
+    goodput_slo: tuple[str, ...] = ()  # each probe's per-call SLO (its run header's; the probes' goodput)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class CapacityPlan:
             "host": self.host,
             "mode": self.mode,
             "slo": list(self.slo),
+            "goodput_slo": list(self.goodput_slo),
             "window_s": self.window_s,
             "warmup_s": self.warmup_s,
             "search": {"start": self.start, "max": self.limit, "grow_factor": self.factor, "repeats": self.repeats},

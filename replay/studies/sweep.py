@@ -46,6 +46,7 @@ class SweepPlan:
     slo: tuple[str, ...] = ()
     command: str = ""
     frontier_x: str = "user_decode_tps_p25"  # the frontier's x (replay.studies.frontier.Axis)
+    goodput_slo: tuple[str, ...] = ()  # each level's per-call SLO (its run header's; the levels' goodput)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -62,6 +63,7 @@ class SweepPlan:
             "hardware": self.hardware.public(),
             "knee_rule": self.knee,
             "slo": list(self.slo),
+            "goodput_slo": list(self.goodput_slo),
             "frontier_x": self.frontier_x,
         }
 

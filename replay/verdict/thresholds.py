@@ -10,25 +10,13 @@ VALUE is a number with an optional unit: ``ms``, ``s``, ``m`` (minutes), ``%`` (
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from replay.errors import ReplayError
+from replay.expressions import OPS, parse_expression, split_terms
 
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "<": operator.lt,
-    ">": operator.gt,
-}
-_UNITS = {"": 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "%": 0.01, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
-_EXPR = re.compile(
-    r"\s*([A-Za-z_][\w.]*)\s*(<=|>=|==|<|>)\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(ms|s|m|%|k|K|M|G)?\s*"
-)
 _SECTIONS = ("throughput", "cache", "tasks", "client")
 
 
@@ -47,14 +35,14 @@ class Threshold:
 
     @classmethod
     def parse(cls, text: str) -> Threshold:
-        m = _EXPR.fullmatch(text)
-        if not m:
+        parsed = parse_expression(text)
+        if parsed is None:
             raise ThresholdError(
                 f"threshold {text!r}: expected FIGURE OP VALUE, e.g. 'ttft_p95<2s', 'error_rate<1%', "
                 "'user_decode_tps_p25>40'"
             )
-        figure, op, number, unit = m.groups()
-        return cls(text.strip(), figure, op, float(number) * _UNITS[unit or ""])
+        figure, op, value = parsed
+        return cls(text.strip(), figure, op, value)
 
     def path(self, summary: dict[str, Any]) -> tuple[str, ...]:
         """Where the figure is in ``summary``; ThresholdError (naming what exists) when it is nowhere."""
@@ -67,7 +55,7 @@ class Threshold:
         """``{expr, ok, value}`` against ``summary``; a figure without a value (null) fails."""
         value = _lookup(summary, self.path(summary))
         number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-        ok = number is not None and _OPS[self.op](float(number), self.value)
+        ok = number is not None and OPS[self.op](float(number), self.value)
         return {"expr": self.expr, "ok": bool(ok), "value": number, "figure": ".".join(self.path(summary))}
 
 
@@ -99,7 +87,7 @@ def parse_all(texts: list[str] | tuple[str, ...], check_figures: bool = False) -
     """Expressions given as repeated options, each possibly a comma-separated list (``--slo 'a<1,b>2'``).
 
     ``check_figures`` also checks that each names a figure a summary has (before a run, not after it)."""
-    parsed = [Threshold.parse(part) for text in texts for part in text.split(",") if part.strip()]
+    parsed = [Threshold.parse(part) for part in split_terms(texts)]
     if check_figures and parsed:
         from replay.metrics.recorded_timeline import timeline_template
         from replay.metrics.summary import summarize

@@ -15,8 +15,8 @@ from hdrh.histogram import HdrHistogram
 from replay.histogram import TPS_SCALE, US, SignedHistogram, percentile, percentiles
 from replay.loops.live import LiveState
 from replay.loops.load import LoadConfig
-from replay.metrics.accumulator import decode_tps
 from replay.metrics.bootstrap import _weighted_percentile
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.metrics.summary import steady_window, summarize
 from replay.records.reader import read_run
 from replay.runner.single_run import RunSpec, execute

@@ -43,6 +43,8 @@ def windowed(tmp_path_factory) -> Path:
         "1.5",
         "--rate-card",
         "groq/gpt-oss-120b",
+        "--slo",
+        "ttft<=25ms,user_decode_tps>=100",
     )
 
 
@@ -53,6 +55,7 @@ def test_window_records_rebuild_the_whole_runs_summary(windowed: Path) -> None:
     assert all(a["t_end"] == b["t_start"] for a, b in itertools.pairwise(windows))
     rebuilt = rebuild(data, steady_window(read_run(windowed)))
     assert rebuilt == summary  # the same histograms and sums: the same figures, exactly
+    assert summary["goodput"]["calls"] == summary["window"]["requests"] > 0  # goodput's counts merge too
     assert summary["cost"]["total_usd"] > 0 and summary["cost"]["priced_requests"] == summary["requests"]
     assert summarize(read_run(windowed)) == summary  # and the same as from the list of all its records
 

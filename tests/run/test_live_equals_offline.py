@@ -22,6 +22,8 @@ MODES = {
     "aa-agentperf": ["-c", "3", "--recipe", "aa-agentperf", "--duration", "2s"],
     "workers": ["-c", "4", "--workers", "2", "--tasks", "6"],
     "windowed": ["-c", "3", "--duration", "2s", "--window", "0.5s"],
+    "goodput": ["-c", "3", "--duration", "2s", "--window", "0.5s", "--slo", "ttft<=20ms,user_decode_tps>=300"],
+    "goodput-workers": ["-c", "4", "--workers", "2", "--tasks", "6", "--slo", "ttft<=20ms,e2e<=1s"],
 }
 DRIFT = "breakdown.recorded_timeline.model_time_s.ratio_p50<1000"  # a threshold on a figure the report once alone had
 
@@ -78,6 +80,8 @@ def test_live_summary_equals_the_report_of_its_file(mode: str, recorded: Path, t
     out = tmp_path / "run.jsonl"
     live = _run(str(recorded), *MODES[mode], "--threshold", DRIFT, "--out", str(out))
     _check(live, _report(out))
+    if mode.startswith("goodput"):
+        assert live["goodput"]["calls"] == live["window"]["requests"] > 0 and live["goodput"]["tasks"] > 0
     [judged] = live["thresholds"]
     assert judged["ok"] and judged["value"] == live["breakdown"]["recorded_timeline"]["model_time_s"]["ratio_p50"]
     if mode == "windowed":

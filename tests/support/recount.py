@@ -116,3 +116,54 @@ def agentx_throughput(path: str | Path, gpus: int) -> dict[str, float]:
     span = max(r["t_done"] for r in calls) - window(phases, requests)[0]
     total = sum(_in(r) + _out(r) for r in calls) / span
     return {"span_s": span, "total_tps": total, "total_tps_per_gpu": total / gpus}
+
+
+def _call_figure(r: dict[str, Any], figure: str) -> float | None:
+    """One call's own figure, from its stamps and counts (docs/metrics.md, "Goodput")."""
+    sent, n = r["t_sent"], _out(r)
+    first, last, done = r["t_first_token"], r["t_last_token"], r["t_done"]
+    if figure == "ttft":
+        return first - sent if first is not None else None
+    if figure == "ttfat":
+        return r["t_first_answer"] - sent if r["t_first_answer"] is not None else None
+    if figure == "e2e":
+        return done - sent if done is not None else None
+    if figure == "itl":
+        return (done - first) / (n - 1) if n >= 2 and first is not None and done is not None else None
+    if figure == "user_decode_tps":
+        ok = n >= 2 and first is not None and last is not None and last > first
+        return (n - 1) / (last - first) if ok else None
+    raise ValueError(figure)
+
+
+_BOUNDS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def goodput(path: str | Path, slo: list[tuple[str, str, float]]) -> dict[str, Any]:
+    """Goodput at ``slo`` ([(figure, op, value)], every term on each call): the share of the window's successful calls
+    that met every term, the share of complete tasks (replayed whole) none of whose successful calls missed, and the
+    met calls' output and total (input + output) tokens over the window's seconds."""
+    _, requests, tasks, phases = read(path)
+    lo, hi = window(phases, requests)
+
+    def met(r: dict[str, Any]) -> bool:
+        values = [(_call_figure(r, figure), op, bound) for figure, op, bound in slo]
+        return all(v is not None and _BOUNDS[op](v, bound) for v, op, bound in values)
+
+    succeeded = [r for r in requests if r.get("phase") != "warmup" and r["error"] is None]
+    inside = [r for r in succeeded if lo <= r["t_sent"] < hi]
+    good = [r for r in inside if met(r)]
+    missed = {r["task"] for r in succeeded if not met(r)}
+    whole = [t["task"] for t in tasks if t["complete"] and not t.get("start_turn")]
+    kept = [t for t in whole if t not in missed]
+    out_tokens = sum(_out(r) for r in good)
+    return {
+        "calls": len(inside),
+        "calls_met": len(good),
+        "calls_met_share": len(good) / len(inside) if inside else None,
+        "tasks": len(whole),
+        "tasks_met": len(kept),
+        "tasks_met_share": len(kept) / len(whole) if whole else None,
+        "output_tps": out_tokens / (hi - lo),
+        "total_tps": (out_tokens + sum(_in(r) for r in good)) / (hi - lo),
+    }

@@ -74,6 +74,14 @@ _COUNTS = ("warmup", "finals", "overflow")
 _CALLS = ("n", "subagents", "tokens_in", "tokens_out", "seen_tokens", "seen_est", "host_prompt", "host_cached")
 
 
+def decode_tps(r: RequestRecord) -> float | None:
+    """Per-user decode speed after the first token: (output tokens − 1) / (last token − first token)."""
+    n_out = r.output_tokens if r.output_tokens is not None else r.output_events
+    if n_out >= 2 and r.t_first_token and r.t_last_token and r.t_last_token > r.t_first_token:
+        return (n_out - 1) / (r.t_last_token - r.t_first_token)
+    return None
+
+
 def request_itl(r: RequestRecord) -> float | None:
     """AIPerf's inter-token latency of one call: (end-to-end - TTFT) / (output tokens - 1)."""
     n = r.output_tokens if r.output_tokens is not None else r.output_events
