@@ -35,7 +35,7 @@ def report_index(path: str, fmt: str, as_json: bool, html_path: str | None, csv_
     elif fmt == "replay.sweep/1":
         click.echo(study_text.sweep_text(doc))
     elif fmt == "replay.capacity/1":
-        click.echo(study_text.capacity_text(doc))
+        click.echo(study_text.tiers_text(doc) if doc.get("tiers") else study_text.capacity_text(doc))
     else:
         click.echo(study_text.compare_text(doc) if doc["kind"] in ("runs", "sweeps") else study_text.hosts_text(doc))
     if csv_dir and fmt == "replay.sweep/1":
@@ -59,9 +59,9 @@ def page(doc: dict[str, Any], fmt: str, sweep_levels: list | None) -> str:
 
             return sweep_page(doc)
         if fmt == "replay.capacity/1":
-            from replay.reports.studies.sweep_page import capacity_page
+            from replay.reports.studies.sweep_page import capacity_page, tiers_page
 
-            return capacity_page(doc)
+            return tiers_page(doc) if doc.get("tiers") else capacity_page(doc)
         from replay.reports.studies.compare_page import compare_page
 
         return compare_page(doc, sweep_levels)

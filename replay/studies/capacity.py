@@ -46,8 +46,10 @@ class CapacityPlan:
     hardware: Hardware = field(default_factory=Hardware)
     command: str = ""
     goodput_slo: tuple[str, ...] = ()  # each probe's per-call SLO (its run header's; the probes' goodput)
+    tiers: tuple[dict[str, Any], ...] = ()  # --tier: each tier's public form (replay.studies.tiers), searched at once
 
     def public(self) -> dict[str, Any]:
+        tiers = {"tiers": list(self.tiers)} if self.tiers else {}
         return {
             "format": CAPACITY_FORMAT,
             "replay_version": __version__,
@@ -61,6 +63,7 @@ class CapacityPlan:
             "warmup_s": self.warmup_s,
             "search": {"start": self.start, "max": self.limit, "grow_factor": self.factor, "repeats": self.repeats},
             "hardware": self.hardware.public(),
+            **tiers,
         }
 
 
@@ -201,6 +204,10 @@ def load_capacity(path: str | Path) -> dict[str, Any]:
     """Rebuild a capacity search's JSON from its index and run files, judging each probe again."""
     path = Path(path)
     index = read_index(path, CAPACITY_FORMAT)
+    if index.get("tiers"):
+        from replay.studies.tiers import load_tiers
+
+        return load_tiers(path, index)
     slo = tuple(parse_all(index.get("slo") or []))
     probes = []
     for e in index.get("probes", []):

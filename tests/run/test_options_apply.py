@@ -128,6 +128,7 @@ ALWAYS = {
     "virtual": "the virtual clock",
     "knee": "the knee's rule",
     "slo": "the SLO",
+    "tiers": "the SLO tiers (instead of --slo)",
     "limit": "the search",
     "start": "the search",
     "grow": "the search",

@@ -146,6 +146,31 @@ def capacity_probes(probes: Sequence[dict[str, Any]], thresholds: Sequence[Any],
 
 
 @styled
+def tiers_chart(levels: Sequence[dict[str, Any]], tiers: Sequence[dict[str, Any]]) -> Any:
+    """The levels run (per-user decode p25 and TTFT p75 against concurrency) with each tier's floor or limit and its
+    boundary (the most agents that met it), one colour per tier."""
+    fig = _figure(9, 3.4)
+    speed_ax, ttft_ax = fig.subplots(1, 2)
+    for ax, key, title, bound in ((speed_ax, "user_decode_tps.p25", "per-user decode p25 (tok/s)", "speed_tps"),
+                                  (ttft_ax, "ttft_s.p75", "TTFT p75 (s)", "ttft_s")):  # fmt: skip
+        pts = sorted((lv["concurrency"], lv["figures"][key]) for lv in levels if lv["figures"].get(key) is not None)
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", color="#333333", linewidth=1, label="levels run", zorder=3)
+        for i, t in enumerate(tiers):
+            colour = COLOURS[i % len(COLOURS)]
+            ax.axhline(t[bound], color=colour, linestyle=":", linewidth=1)
+            if t["max_concurrency"]:
+                ax.axvline(t["max_concurrency"], color=colour, linestyle="--", linewidth=0.9,
+                           label=f"{t['name']}: {t['max_concurrency']} agents")  # fmt: skip
+        ax.set_title(title)
+        ax.set_xlabel("concurrent agents")
+        ax.set_ylim(bottom=0)
+        ax.set_xlim(left=0)
+        ax.legend(fontsize=7.5, loc="best")
+    return fig
+
+
+@styled
 def ratio_bars(figures: Sequence[dict[str, Any]]) -> Any:
     """B/A per figure as a bar from 1, its 95 % interval as a whisker; green where B is better, red where worse."""
     rows = [f for f in figures if f["ratio"] is not None and f["ratio"] > 0]

@@ -113,6 +113,29 @@ def capacity_text(cap: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def tiers_text(doc: dict[str, Any]) -> str:
+    """Each tier's answer (per GPU / MW / dollar-hour where known), the runs it took, and the levels run."""
+    rows = []
+    for t in doc["tiers"]:
+        per = [_num(t.get(k)) if t.get(k) is not None else "-" for k in ("per_gpu", "per_mw", "per_dollar_hour")]
+        broke = "-" if t["first_broken"] is None else str(t["first_broken"])
+        rows.append([t["name"], f"{_num(t['ttft_s'])} s", f"{_num(t['speed_tps'])}", str(t["max_concurrency"]),
+                     broke, *per, str(t["runs"])])  # fmt: skip
+    levels = ", ".join(f"{lv['concurrency']}" + (f" (#{lv['attempt']})" if lv["attempt"] > 1 else "")
+                       for lv in doc["levels"])  # fmt: skip
+    return "\n".join([
+        f"capacity of {doc['host']} ({doc['mode']}) per SLO tier (TTFT p75 within the limit, per-user decode p25 at "
+        "least the floor)",
+        "",
+        grid(["tier", "TTFT", "tok/s", "max agents", "broke at", "per GPU", "per MW", "per $/h", "probes"], rows),
+        "",
+        f"{plural(doc['runs'], 'run')} for all tiers ({doc['separate_runs']} probes in all, as separate searches "
+        f"would run them): levels {levels}",
+        *(f"{t['name']}: {t['uncertainty']['text']}" for t in doc["tiers"]),
+        f"power: {doc['power_note']}",
+    ])  # fmt: skip
+
+
 def better_mark(f: dict[str, Any], better: str, worse: str) -> str:
     """A compared figure's mark: ``better`` or ``worse`` when B's side is known (``b_better``), else nothing."""
     b_better = f.get("b_better")

@@ -169,3 +169,35 @@ def capacity_page(cap: dict[str, Any]) -> str:
         cap.get("command") or "",
     ]
     return render_page(f"replay capacity: {cap['host']}", [answer_section(cap), probes_section(cap)], meta)
+
+
+def tiers_page(doc: dict[str, Any]) -> str:
+    """A tiered capacity search: each tier's answer, and every level run once for all of them."""
+    plots.require_matplotlib()
+    rows = [[t["name"], secs(t["ttft_s"]), num(t["speed_tps"], 1), t["max_concurrency"],
+             "-" if t["first_broken"] is None else t["first_broken"],
+             *[_short(t[k]) if t.get(k) is not None else "-" for k in ("per_gpu", "per_mw", "per_dollar_hour")],
+             t["runs"]] for t in doc["tiers"]]  # fmt: skip
+    words = (
+        f"Each tier's largest number of concurrent agents with TTFT p75 within its limit and per-user decode p25 at "
+        f"least its floor, found in {doc['runs']} runs for all tiers (separate searches: {doc['separate_runs']})."
+    )
+    body = table(["tier", "TTFT", "tok/s", "max agents", "broke at", "per GPU", "per MW", "per $/h", "probes"], rows)
+    body += paragraph(text(words)) + "".join(paragraph(text(f"{t['name']}: {t['uncertainty']['text']}"))
+                                             for t in doc["tiers"])  # fmt: skip
+    body += note(f"Power: {doc['power_note']}.")
+    caption = ("Each level run once for every tier: its per-user decode p25 and TTFT p75; dotted, each tier's floor "
+               "and limit; dashed, its boundary (the most agents that met it).")  # fmt: skip
+    body += figure(study_plots.tiers_chart(doc["levels"], doc["tiers"]), caption, "tier boundaries")
+    level_rows = [
+        [lv["concurrency"], lv["attempt"], *[_short(v) if v is not None else "-" for v in lv["figures"].values()]]
+        for lv in doc["levels"]
+    ]
+    levels = table(["agents", "attempt", "total tok/s", "output tok/s", "TTFT p75", "decode p25"], level_rows)
+    meta = [
+        f"replay {doc.get('replay_version', '')} · {doc.get('created', '')} · host {doc['host']} · {doc['mode']}",
+        f"each level {doc['warmup_s']:g} s warm-up, {doc['window_s']:g} s window · search {doc['search']}",
+        doc.get("command") or "",
+    ]
+    sections = [Section("tiers", "Capacity per SLO tier", body), Section("levels", "The levels run", levels)]
+    return render_page(f"replay capacity: {doc['host']}", sections, meta)
