@@ -102,7 +102,7 @@ def run_ladder(phase: Phase, m: Measured, kv_tokens: float, max_concurrency: int
             out.cap = cap
             phase.log.stopped = "cap"
             break
-        rate = window.streams / window.point.step_s if window else None
+        rate = window.streams / window.point.step_s if window and window.point.step_s > 0 else None
         flat = bool(rate and previous_rate and streams >= 4 and rate < SATURATION_GAIN * previous_rate)
         if flat and saturated:  # twice in a row: one level past the first, to see where queueing starts
             phase.log.stopped = "saturated"

@@ -141,10 +141,12 @@ class ProbeResult:
             "prefill_points": {"new": [p.new for p in self.prefill], "cached": [p.cached for p in self.prefill],
                                "ttft_s": [p.ttft_s for p in self.prefill],
                                "fit_error": [pre.ttft_s(p.new, p.cached, round(DEFAULT_CHUNK * self.ratio))
-                                             / p.ttft_s - 1 for p in self.prefill]},
+                                             / p.ttft_s - 1 if p.ttft_s > 0 else None
+                                             for p in self.prefill]},
             "decode_points": {"batch": [d.batch for d in self.decode], "kv": [d.kv for d in self.decode],
                               "step_s": [d.step_s for d in self.decode],
-                              "fit_error": [pre.decode_s(d.batch, d.kv) / d.step_s - 1 for d in self.decode]},
+                              "fit_error": [pre.decode_s(d.batch, d.kv) / d.step_s - 1 if d.step_s > 0 else None
+                                            for d in self.decode]},
         }  # fmt: skip
 
 
