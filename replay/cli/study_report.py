@@ -16,7 +16,11 @@ def rebuild(path: str, fmt: str) -> tuple[dict[str, Any], list | None]:
     if fmt == "replay.sweep/1":
         return load_sweep(path), None
     if fmt == "replay.capacity/1":
-        return load_capacity(path), None
+        from replay.studies.study_files import read_index
+        from replay.studies.tiers import load_tiers
+
+        index = read_index(Path(path), fmt)
+        return (load_tiers(Path(path), index) if index.get("tiers") else load_capacity(path)), None
     from replay.studies.side_by_side import load_comparison
 
     return load_comparison(path)

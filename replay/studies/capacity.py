@@ -201,13 +201,10 @@ def write_index(path: Path, plan_public: dict[str, Any], probes: list[Probe]) ->
 
 
 def load_capacity(path: str | Path) -> dict[str, Any]:
-    """Rebuild a capacity search's JSON from its index and run files, judging each probe again."""
+    """Rebuild a capacity search's JSON from its index and run files, judging each probe again (a search of
+    several tiers: ``replay.studies.tiers.load_tiers``)."""
     path = Path(path)
     index = read_index(path, CAPACITY_FORMAT)
-    if index.get("tiers"):
-        from replay.studies.tiers import load_tiers
-
-        return load_tiers(path, index)
     slo = tuple(parse_all(index.get("slo") or []))
     probes = []
     for e in index.get("probes", []):

@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
-if TYPE_CHECKING:
-    from replay.workload.trajectory import MessageBuilder, Trajectory
+
+class Builder(Protocol):
+    """What the digest reads of the loader's message builder (``workload.trajectory.MessageBuilder``)."""
+
+    @property
+    def renders_as_recorded(self) -> bool: ...
+
+    def recorded_bytes(self, obj: Any) -> bytes: ...
+
 
 FINGERPRINT_FORMAT = b"replay.workload-fingerprint/1\n"
 
@@ -42,10 +49,9 @@ def _small(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def trajectory_digest(
-    traj: Trajectory, messages: Sequence[Sequence[bytes]], truncations: Sequence[int | None]
-) -> bytes:
-    """The digest of one parsed trajectory; ``messages``: per turn, the recorded messages' bytes (``recorded``);
+def trajectory_digest(traj: Any, messages: Sequence[Sequence[bytes]], truncations: Sequence[int | None]) -> bytes:
+    """The digest of one parsed trajectory (``workload.trajectory.Trajectory``; this module sits below it);
+    ``messages``: per turn, the recorded messages' bytes (``recorded``);
     ``truncations``: per turn, ``truncate_to`` as recorded (padding moves it by the head it adds)."""
     h = hashlib.sha256()
     _field(h, _small({"id": traj.id, "model": traj.model, "tools": traj.tools, "subagent": traj.subagent}))
@@ -65,9 +71,7 @@ def trajectory_digest(
     return h.digest()
 
 
-def recorded(
-    build: MessageBuilder, sent: Sequence[Any], wires: Sequence[bytes], original: Iterable[Any]
-) -> list[bytes]:
+def recorded(build: Builder, sent: Sequence[Any], wires: Sequence[bytes], original: Iterable[Any]) -> list[bytes]:
     """The bytes of a turn's recorded messages (``original``, the file's objects before padding): the wire bytes
     the loader made of each (``sent``: the objects it made ``wires`` from, in order), unless the history policy
     rendered it otherwise or padding replaced it; those few are serialised here, as the recording has them."""
