@@ -45,7 +45,7 @@ from replay.runner.preflight import (
     signals_held,
 )
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
-from replay.runner.run_error import EXIT_INCOMPLETE, RunError, stopped_by
+from replay.runner.run_error import EXIT_INCOMPLETE, EXIT_USAGE, RunError, stopped_by
 from replay.runner.run_header import build_header, recipe_header, resume_into
 from replay.runner.run_spec import RunSpec
 from replay.runner.run_summary import run_summary, threshold_check
@@ -385,7 +385,7 @@ async def _sharded(spec: RunSpec, workload: Workload, host: HostConfig, options:
 
             return await run_on_ray(spec.ray, spec.ray_listen, plan, writer, spec.progress, check, jobs)
         return await run_workers(plan, writer, spec.progress, check, jobs)
-    except WorkerError as exc:  # the run started and could not complete: its footer says why (exit 3)
+    except WorkerError as exc:  # the run could not complete (exit 3; 1 where nothing was sent): its footer says why
         if exc.footer is None:
-            raise RunError(writer.scrub_text(str(exc)), EXIT_INCOMPLETE) from None
+            raise RunError(writer.scrub_text(str(exc)), EXIT_INCOMPLETE if exc.started else EXIT_USAGE) from None
         return {**exc.footer, "stop_reason": f"aborted: {writer.scrub_text(str(exc))}"}

@@ -40,7 +40,8 @@ def _ray(address: str) -> Any:
     try:
         import ray
     except ImportError:
-        raise WorkerError("--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'") from None
+        need = "--ray needs Ray here and on the cluster: pip install 'agentic-replay[ray]'"
+        raise WorkerError(need, started=False) from None
     return ray
 
 
@@ -93,7 +94,7 @@ def _listen_address(listen: str | None, ray: Any) -> tuple[str, int]:
     try:
         return host, int(port)
     except ValueError:
-        raise WorkerError(f"--ray-listen: expected HOST or HOST:PORT, not {listen!r}") from None
+        raise WorkerError(f"--ray-listen: expected HOST or HOST:PORT, not {listen!r}", started=False) from None
 
 
 class RayCluster:
@@ -110,7 +111,9 @@ class RayCluster:
     def launch(self, count: int, env: dict[str, str]) -> list[Launched]:
         """``count`` actors of one CPU each, connected and greeted."""
         if count > (cpus := self.cpus()):
-            raise WorkerError(f"--workers {count}: the Ray cluster has {cpus} CPUs, and each worker takes one")
+            raise WorkerError(
+                f"--workers {count}: the Ray cluster has {cpus} CPUs, and each worker takes one", started=False
+            )
         listener = WorkerListener(self.host, self.port)
         try:
             # one CPU each, spread over the nodes (a node lost takes as few of them as can be)
@@ -151,7 +154,7 @@ def _connected(address: str, listen: str | None) -> Iterator[RayCluster]:
         try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING, **_driver_node(address))
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise WorkerError(f"--ray {address}: {exc}") from None
+            raise WorkerError(f"--ray {address}: {exc}", started=False) from None
     cluster = RayCluster(ray, listen)
     try:
         yield cluster

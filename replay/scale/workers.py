@@ -54,11 +54,13 @@ EXIT_MARGIN_S = 15.0  # past the drain's grace: how long a worker's footer may t
 
 
 class WorkerError(ReplayError, RuntimeError):
-    """A worker failed (its traceback, or how it exited): the run stops; ``footer`` is the run's as far as it got."""
+    """A worker failed (its traceback, or how it exited): the run stops; ``footer`` is the run's as far as it got.
+    ``started`` is False where nothing was sent yet (a bad option, too few CPUs, no cluster): exit 1, not 3."""
 
-    def __init__(self, message: str, footer: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, footer: dict[str, Any] | None = None, started: bool = True) -> None:
         super().__init__(message)
         self.footer = footer
+        self.started = started
 
 
 @dataclass(frozen=True, slots=True)
