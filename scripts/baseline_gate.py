@@ -29,7 +29,7 @@ def night(out: Path, args: argparse.Namespace, seed: int, extra: list[str]) -> d
            f"{duration:g}", "--warmup", window, "--window", window, "--seed", str(seed), "--json", "-q",
            "--out", str(out), *extra]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=duration * 4 + 120)
-    if done.returncode not in (0, 2):
+    if done.returncode not in (0, 2, 3) or not done.stdout:
         raise SystemExit(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr[-1000:]}")
     summary = json.loads(done.stdout)
     base = summary.get("baseline") or {}
@@ -38,6 +38,7 @@ def night(out: Path, args: argparse.Namespace, seed: int, extra: list[str]) -> d
     return {
         "exit": done.returncode,
         "regressed": base.get("regressed"),
+        "unjudged": base.get("unjudged"),
         "total_tps": summary["throughput"]["total_tps"],
         "change": tp.get("change"),
         "allowed": tp.get("allowed"),
@@ -68,7 +69,8 @@ def main() -> int:
             rows.append({"seed": s, "same": same, "slower": slow})
             for name, r in (("same host", same), ("30 % slower", slow)):
                 print(f"seed {s} {name:<12} exit {r['exit']}  total tok/s {r['change']:+.1%} (allowed"
-                      f" -{r['allowed']:.1%}, windows {r['noise_windows']})  regressed: {r['regressed']}",
+                      f" -{r['allowed']:.1%}, windows {r['noise_windows']})  regressed: {r['regressed']}"
+                      + (f"  NOT JUDGED: {r['unjudged']}" if r["unjudged"] else ""),
                       file=sys.stderr, flush=True)  # fmt: skip
     result = {
         "seeds": args.seeds,
@@ -76,7 +78,10 @@ def main() -> int:
         "window_s": args.window,
         "concurrency": args.concurrency,
         "same_host_passed": sum(r["same"]["exit"] == 0 for r in rows),
+        "same_host_unjudged": sum(bool(r["same"]["unjudged"]) for r in rows),
         "slower_host_flagged": sum("throughput.total_tps" in (r["slower"]["regressed"] or ()) for r in rows),
+        "slower_host_failed": sum(r["slower"]["exit"] != 0 for r in rows),
+        "slower_host_unjudged": sum(bool(r["slower"]["unjudged"]) for r in rows),
         "nights": rows,
     }
     print(json.dumps(result, indent=2))

@@ -365,11 +365,12 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         worse = ", ".join(base["regressed"]) or "none"
         counts = next((r["noise_windows"] for r in base["figures"] if r.get("noise_windows")), None)
         noise = f"noise of {counts['current']} + {counts['baseline']} full steady windows" if counts else "noise"
+        said = f"NOT JUDGED: {base['unjudged']}" if base.get("unjudged") else f"regressed: {worse}"
         lines.append(f"Against the baseline {base['file']} (tolerance {100 * base['tolerance']:.0f}% + {noise}):"
-                     f" regressed: {worse}")  # fmt: skip
+                     f" {said}")  # fmt: skip
         for row in base["figures"]:
             if row.get("change") is not None:
-                mark = "REGRESSED" if row["regressed"] else "ok"
+                mark = ("worse" if base.get("unjudged") else "REGRESSED") if row["regressed"] else "ok"
                 allowed = f"(allowed {100 * row['allowed']:.0f}%)"
                 lines.append(f"  {row['figure']:<26} {row['baseline']:>11.6g} -> {row['current']:<11.6g}"
                              f" {100 * row['change']:+7.1f}%  {mark:<9} {allowed}")  # fmt: skip

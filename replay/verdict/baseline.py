@@ -5,6 +5,11 @@ A figure regressed when it is worse than the baseline's by more than the toleran
 by default) plus twice its noise: the standard error of the figure estimated from the spread of the runs' window
 figures (each run's full windows inside its steady window, ``steady_windows``; a run with fewer than five counts
 as noiseless: the tolerance alone judges it). A regression fails the run with the threshold's exit code (2).
+
+A comparison is not judged where the client, not the host, set the figures: a baseline whose client was held up
+(the machine was busy) or saturated (its own CPU) understates the host, so tonight would be flattered; tonight's
+client held up or saturated makes any regression its own. Then ``judged`` is false, ``unjudged`` says why and the
+run fails with exit code 3 (its comparison could not be made), not 2 (the host regressed) nor 0.
 """
 
 from __future__ import annotations
@@ -46,7 +51,11 @@ def steady_windows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     that holds warm-up (the first) or the drain after the stop (the last, cut short) is not a sample of the steady
     state: a half-empty last window once made the noise so large that a 74 % fall passed."""
     rows = [w for w in summary.get("windows") or () if w.get("end_s") is not None and w.get("start_s") is not None]
-    length = max((w["end_s"] - w["start_s"] for w in rows), default=0.0)
+    if not rows:
+        return []
+    # the windows' own length: their median (each is due at a fixed time, so one closed late is longer and the next
+    # shorter; measured against the longest, one window held up by a busy machine made every other one "short")
+    length = statistics.median(w["end_s"] - w["start_s"] for w in rows)
     if length <= 0:
         return []
     win = summary.get("window") or {}
@@ -76,8 +85,32 @@ def _noise(summary: dict[str, Any], key: str | None) -> tuple[float, int]:
     return spread / statistics.fmean(values) / math.sqrt(n), n
 
 
+def _client_limited(summary: dict[str, Any]) -> str | None:
+    """Why the run's figures are its client's, not its host's: held up by a busy machine, or its own CPU spent."""
+    client = summary.get("client") or {}
+    lag, share, load = client.get("loop_lag_p99_ms"), client.get("cpu_share"), client.get("machine_load")
+    if client.get("saturated"):
+        return f"its client was saturated ({100 * (share or 0):.0f} % of a core: it measured itself; --workers N)"
+    if client.get("held_up"):
+        busy = f", load {load:.1f}" if isinstance(load, int | float) else ""
+        return f"its client was held up (event-loop lag p99 {lag or 0:.0f} ms{busy}: the machine was busy)"
+    return None
+
+
+def _unjudged(current: dict[str, Any], baseline: dict[str, Any], regressed: list[str]) -> str | None:
+    """Why the comparison cannot be judged, or None: a limited baseline flatters tonight whatever tonight did, and a
+    limited tonight explains any regression of its own."""
+    if why := _client_limited(baseline):
+        return f"the baseline run's figures are not the host's: {why}"
+    if regressed and (why := _client_limited(current)):
+        return f"tonight's figures are not the host's: {why}"
+    return None
+
+
 def compare(current: dict[str, Any], baseline: dict[str, Any], tolerance: float) -> dict[str, Any]:
-    """Every figure of FIGURES side by side; ``regressed`` lists those worse beyond tolerance and noise."""
+    """Every figure of FIGURES side by side; ``regressed`` lists those worse beyond tolerance and noise, unless the
+    comparison is not ``judged`` (``unjudged`` says why; ``regressed`` is then empty and each row's ``regressed`` is
+    what the figures alone would say)."""
     rows: list[dict[str, Any]] = []
     for path, key, higher in FIGURES:
         now, before = _get(current, path), _get(baseline, path)
@@ -98,14 +131,25 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], tolerance: float)
         rows.append({"figure": name, "baseline": before, "current": now, "change": change, "noise": noise,
                      "noise_windows": {"current": n_now, "baseline": n_before} if key else None,
                      "allowed": allowed, "regressed": regressed})  # fmt: skip
-    return {"tolerance": tolerance, "figures": rows, "regressed": [r["figure"] for r in rows if r["regressed"]]}
+    worse = [r["figure"] for r in rows if r["regressed"]]
+    unjudged = _unjudged(current, baseline, worse)
+    return {"tolerance": tolerance, "figures": rows, "judged": unjudged is None, "unjudged": unjudged,
+            "regressed": [] if unjudged else worse}  # fmt: skip
 
 
 def apply(summary: dict[str, Any], result: dict[str, Any], path: str) -> None:
-    """Put the comparison in the summary and fail its verdict (code 2) when a figure regressed."""
+    """Put the comparison in the summary and fail its verdict: code 2 when a figure regressed, 3 when the comparison
+    could not be judged."""
     summary["baseline"] = {"file": path, **result}
     verdict = summary.get("verdict")
-    if verdict is None or not result["regressed"]:
+    if verdict is None:
+        return
+    if result.get("unjudged"):
+        verdict["reasons"].append(f"the baseline comparison was not judged: {result['unjudged']}")
+        if verdict["exit_code"] == 0:  # a threshold breached keeps its 2: it judged the figures as they are
+            verdict["exit_code"], verdict["passed"] = 3, False
+        return
+    if not result["regressed"]:
         return
     verdict["reasons"].append("regressed against the baseline: " + ", ".join(result["regressed"]))
     if verdict["exit_code"] in (0,):

@@ -87,3 +87,54 @@ def test_the_issues_74_percent_fall_is_flagged():
     slow = _short_night([11_189, 15_474, 23_819, 30_797, 36_333, 286])  # --sim-profile default: 74 % less
     result = compare(slow, fast, 0.10)
     assert "throughput.total_tps" in result["regressed"], result["figures"][0]
+
+
+def test_one_window_closed_late_leaves_the_others_full():
+    """Windows are due at fixed times: one closed late by a busy machine is longer and the next shorter. Measured
+    against the longest window, every other one had read as short (1-5 usable windows of 20 on a starved night)."""
+    from replay.verdict.baseline import steady_windows
+
+    s = night(1)
+    late = s["windows"][5]
+    late["end_s"] += 0.5 * 60.0  # window 5 closed 30 s late; window 6 starts there and ends when it was due
+    s["windows"][6]["start_s"] = late["end_s"]
+    chosen = [w["index"] for w in steady_windows(s)]
+    assert chosen == [i for i in range(1, 21) if i != 6]  # the late one is a sample; the one cut short is not
+
+
+def _limited(summary: dict, how: str) -> dict:
+    client = {"cpu_share": 0.2, "loop_lag_p99_ms": 180.0, "machine_load": 14.0, "saturated": False, "held_up": False}
+    client[how] = True
+    return {**summary, "client": client}
+
+
+def test_a_baseline_set_by_a_busy_client_is_not_judged():
+    """A held-up or saturated baseline understates the host, so tonight would be flattered: no verdict either way."""
+    for how in ("held_up", "saturated"):
+        before = _limited(night(100), how)
+        for tonight in (night(300), night(200, speed=0.7)):
+            result = compare(tonight, before, 0.10)
+            assert not result["judged"] and result["regressed"] == [], how
+            assert result["unjudged"].startswith("the baseline run's figures are not the host's"), result["unjudged"]
+
+
+def test_a_busy_client_tonight_is_judged_only_when_nothing_regressed():
+    """Tonight held up makes its own figures worse: a regression may be its own (not judged), but no regression in
+    spite of it is a pass."""
+    before = night(100)
+    fine = compare(_limited(night(300), "held_up"), before, 0.10)
+    assert fine["judged"] and fine["regressed"] == []
+    slow = compare(_limited(night(200, speed=0.7), "held_up"), before, 0.10)
+    assert not slow["judged"] and "tonight's figures are not the host's: its client was held up" in slow["unjudged"]
+    assert any(r["regressed"] for r in slow["figures"])  # what the figures alone would say is kept, row by row
+
+
+def test_an_unjudged_comparison_fails_the_run_with_code_3_and_a_breach_keeps_its_2():
+    from replay.verdict.baseline import apply
+
+    result = compare(night(300), _limited(night(100), "held_up"), 0.10)
+    for code, expected in ((0, 3), (2, 2)):
+        summary = {"verdict": {"passed": code == 0, "exit_code": code, "reasons": []}}
+        apply(summary, result, "last-night.jsonl")
+        assert summary["verdict"]["exit_code"] == expected and not summary["verdict"]["passed"]
+        assert summary["verdict"]["reasons"][-1].startswith("the baseline comparison was not judged")
