@@ -163,14 +163,18 @@ def span(run: RunData, start_s: float, end_s: float) -> Summary:
 
 
 def series(run: RunData) -> list[dict[str, Any]]:
-    """Per window: its figures (calls completed in it; tokens that fell in it, late ones included)."""
+    """Per window: its figures (calls completed in it; tokens that fell in it, late ones included). Its goodput
+    judges the calls completed in it and the complete tasks that ended in it, each task by every call it made,
+    whichever window that call completed in (so a task that missed in an earlier window is a miss where it ends)."""
     decoded = _decoded(window_records(run))
+    missed = {task for _, steady, other in decoded for task in steady.goodput.missed | other.goodput.missed}
     out = []
     t0 = run.phases.get("start", 0.0)
     for w, steady, other in decoded:
         acc = Accumulator()
         acc.merge(steady)
         acc.merge(other)
+        acc.goodput.missed = set(missed)
         acc.tokens = {True: _tokens_in(decoded, lambda key, i=w["index"]: key[0] == i)}
         f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], None))
         out.append({
@@ -189,6 +193,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "host_hit_ratio": f.cache.host_hit_ratio,
             "host_metrics": w.get("host_metrics") or {},
             "speculation": f.host_figures["speculation"],
+            "goodput": dict(f.goodput),
         })  # fmt: skip
     if not any(row["speculation"] for row in out):  # no call reported it: the host's counters, as the summary's
         for row in out:

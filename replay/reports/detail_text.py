@@ -1,6 +1,7 @@
 """The terminal report's detail: the breakdowns by context length and turn depth, the replay against the recorded
-timeline, and the host's own metrics per window (what ``--scrape-metrics`` kept). Each was in the JSON and the HTML
-report only; every line fits 100 columns and says what it covers (calls per bucket, tasks compared, windows)."""
+timeline, the host's own metrics per window (what ``--scrape-metrics`` kept) and goodput per window (``--slo``).
+Each was in the JSON and the HTML report only; every line fits 100 columns and says what it covers (calls per
+bucket, tasks compared, windows)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from replay.metrics.host.speculation import from_host_metrics
 from replay.reports.units import pct as _pct
+from replay.reports.units import rate as _rate
 from replay.reports.units import seconds as _ms
 from replay.workload.words import plural
 
@@ -101,4 +103,29 @@ def host_metrics_lines(windows: list[dict[str, Any]] | None, max_rows: int = 24)
             lines.append(f"  {w['start_s']:>6.0f} s  {m['error']}")
             continue
         lines.append(f"  {w['start_s']:>6.0f} s" + "".join(f" {_host_cell(m, key):>10}" for _, key in figures))
+    return lines
+
+
+def goodput_windows_lines(windows: list[dict[str, Any]] | None, max_rows: int = 24) -> list[str]:
+    """Goodput per window (a run with ``--slo``): the calls completed in the window that met every term, the complete
+    tasks that ended in it none of whose calls missed, and the met calls' tokens/s over the window."""
+    rows = [w for w in windows or () if (w.get("goodput") or {}).get("slo")]
+    if rows and not rows[-1]["requests"] and not rows[-1]["total_tps"]:  # the run stopped as it opened
+        rows = rows[:-1]
+    if not rows:
+        return []
+    step = -(-len(rows) // max_rows)
+    every = f", every {step}th shown" if step > 1 else ""
+    lines = [
+        "",
+        f"Goodput over time at the per-call SLO {rows[0]['goodput']['slo']} ({plural(len(rows), 'window')}{every})",
+        "     start   calls  calls met   tasks  tasks met  good out t/s  good total t/s",
+    ]
+    for w in rows[::step]:
+        g = w["goodput"]
+        lines.append(
+            f"  {w['start_s']:>6.0f} s {g['calls']:>7,} {_pct(g['calls_met_share']):>10} {g['tasks']:>7,}"
+            f" {_pct(g['tasks_met_share']):>10} {_rate(g['output_tps']):>13} {_rate(g['total_tps']):>15}"
+        )
+    lines.append("  calls: completed in the window; tasks: complete tasks that ended in it, judged by all their calls")
     return lines

@@ -55,6 +55,9 @@ def windows(rep: RunReport) -> Section | None:
         "Each window's figures from its own histograms: the calls completed in it and the tokens that fell in it"
         " (a long call's early tokens count in earlier windows). The same rows as the text report's over-time table."
     )
+    if any((r.get("goodput") or {}).get("slo") for r in rows):
+        caption += (" Goodput (--slo): the share of the calls completed in each window that met every term, and of the"
+                    " complete tasks that ended in it whose every call met it.")  # fmt: skip
     return Section("windows", title, figure(plots.window_figures(rows, rep.window()), caption, title))
 
 

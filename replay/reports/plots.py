@@ -189,11 +189,13 @@ def _line(ax: Any, x: np.ndarray, rows: Sequence[dict[str, Any]], key: str, labe
 @styled
 def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) -> Any:
     """A soak's figures per window (``replay.metrics.windows.series``): throughput, TTFT, per-user decode speed (and
-    speculative decoding's mean acceptance length beside it, when the host reported one)."""
+    speculative decoding's mean acceptance length beside it, when the host reported one), and with ``--slo`` the
+    share of each window's calls and tasks that met it."""
     from matplotlib.ticker import FuncFormatter
 
-    fig = _figure(9, 6.2)
-    rates, ttft, speed = fig.subplots(3, 1, sharex=True)
+    good = [r["goodput"] for r in rows if (r.get("goodput") or {}).get("slo")]
+    fig = _figure(9, 8.0 if good else 6.2)
+    rates, ttft, speed, *met = fig.subplots(4 if good else 3, 1, sharex=True)
     x = np.asarray([r["start_s"] for r in rows] + [rows[-1]["end_s"]], dtype=float)
     output = rates.twinx()  # output is a few % of the total: on its own scale, or it lies flat on the axis
     _line(rates, x, rows, "total_tps", "total (left)", "#1f77b4")
@@ -216,7 +218,7 @@ def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) 
     _line(speed, x, rows, "user_decode_tps_p50", "per-user decode p50", "#17becf")
     _line(speed, x, rows, "interactivity_e2e_p90", "E2E-normalised interactivity p90", "#9467bd")
     speed.set_ylabel("tokens/s per user")
-    speed.set_xlabel("seconds from the run's start")
+    (met or [speed])[-1].set_xlabel("seconds from the run's start")
     accept = [{"a": (r.get("speculation") or {}).get("acceptance_length_mean")} for r in rows]
     if any(a["a"] is not None for a in accept):  # speculative decoding's acceptance, beside the speed it buys
         spec = speed.twinx()
@@ -226,11 +228,19 @@ def window_figures(rows: Sequence[dict[str, Any]], window: tuple[float, float]) 
         spec.grid(False)
         speed.legend(handles=speed.get_legend_handles_labels()[0] + spec.get_legend_handles_labels()[0],
                      loc="upper left", ncols=2)  # fmt: skip
-    for ax in (rates, ttft, speed):
+    if good:
+        shares = [{k: None if (g := r.get("goodput") or {}).get(k) is None else 100 * g[k]
+                   for k in ("calls_met_share", "tasks_met_share")} for r in rows]  # fmt: skip
+        _line(met[0], x, shares, "calls_met_share", "calls completed in the window", "#1f77b4")
+        _line(met[0], x, shares, "tasks_met_share", "complete tasks that ended in it", "#2ca02c")
+        met[0].set_ylabel("% that met the SLO")
+        met[0].set_title(f"Goodput at the per-call SLO {good[0]['slo']}")
+        met[0].set_ylim(0, 105)
+    for ax in (rates, ttft, speed, *met):
         _window(ax, window)
         ax.set_ylim(bottom=0)
         ax.set_xlim(x[0], x[-1])
-    for ax in (ttft, speed):
+    for ax in (ttft, speed, *met):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", ncols=2)
     return fig

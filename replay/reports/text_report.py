@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from replay.metrics.summary_types import as_json
-from replay.reports.detail_text import breakdown_lines, drift_lines, host_metrics_lines
+from replay.reports.detail_text import breakdown_lines, drift_lines, goodput_windows_lines, host_metrics_lines
 from replay.reports.provider_report import provider_lines
 from replay.reports.recipe_text import recipe_lines
 from replay.reports.units import pct as _pct
@@ -53,7 +53,7 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
     )
     lines += breakdown_lines(s.get("breakdown")) + drift_lines((s.get("breakdown") or {}).get("recorded_timeline"))
     if s.get("windows"):
-        lines += _over_time(s["windows"]) + host_metrics_lines(s["windows"])
+        lines += _over_time(s["windows"]) + goodput_windows_lines(s["windows"]) + host_metrics_lines(s["windows"])
     tot = s["totals"]
     lines.append(
         f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"

@@ -133,3 +133,44 @@ def test_a_resumed_run_keeps_its_slo() -> None:
     check_same({"load": {"duration_s": 60.0}}, {"slo": []}, 60.0)  # a file made before --slo existed
     with pytest.raises(ResumeError, match="slo"):
         check_same(before, {"slo": ["ttft<=1s"]}, 60.0)
+
+
+def _same_window(ours: dict, theirs: dict) -> None:
+    assert ours["index"] == theirs["index"]
+    _same(ours["goodput"], theirs)
+
+
+def test_each_windows_goodput_equals_a_recount_of_the_records_written_in_it(tmp_path: Path) -> None:
+    """On the virtual clock (the same figures every time): a windowed run at the SLO, each window's goodput recounted
+    from the run file's lines (the calls and tasks written between its window record and the one before)."""
+    from replay.sim.core.profiles import get_profile
+    from replay.workload.trajectory import load_workload
+    from tests.support.virtual import virtual_run
+
+    traj = tmp_path / "short.jsonl"
+    for i in range(12):
+        write_trajectory(traj, f"s{i}", simple_turns(3 + i % 4, output_tokens=80, tool_time_s=0.5))
+    out = tmp_path / "windowed.jsonl"
+    virtual_run(get_profile("moe-8gpu"), load_workload([traj]), LEVEL, 40, 5, out=out, window_s=8.0, slo=[SLO])
+    code, text = _invoke("report", str(out), "--json")
+    assert code == 0, text
+    summary = orjson.loads(text)
+    windows, theirs = summary["windows"], recount.window_goodput(out, TERMS)
+    assert len(windows) == len(theirs) >= 5
+    for ours, recounted in zip(windows, theirs, strict=True):
+        assert ours["goodput"]["slo"] == SLO
+        _same_window(ours, recounted)
+    goods = [w["goodput"] for w in windows]
+    assert any(0 < g["calls_met"] < g["calls"] for g in goods)  # some calls of a window met the SLO, some not
+    # a window whose every call met it, where a task that ended in it still missed (a call of it, in an earlier
+    # window, did not): a task is judged by all its calls
+    assert any(g["calls_met"] == g["calls"] and 0 < g["tasks_met"] < g["tasks"] for g in goods)
+    # the windows hold every successful call once (warm-up and drain included), and every complete task
+    assert sum(w["goodput"]["calls"] for w in windows) == sum(w["requests"] - w["errors"] for w in windows)
+    assert sum(w["goodput"]["tasks"] for w in windows) == summary["goodput"]["tasks"]
+    code, text = _invoke("report", str(out))
+    assert code == 0 and f"Goodput over time at the per-call SLO {SLO}" in text
+    first = next(w for w in windows if w["goodput"]["calls"])
+    lead = f"  {first['start_s']:>6.0f} s {first['goodput']['calls']:>7,}"
+    row = next(line for line in text[text.index("Goodput over time") :].splitlines() if line.startswith(lead))
+    assert f"{100 * first['goodput']['calls_met_share']:.1f}%" in row

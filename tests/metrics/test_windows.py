@@ -96,3 +96,30 @@ def test_a_span_without_windows_is_a_clear_error(tmp_path: Path) -> None:
     out = _run(tmp_path, "--sim-profile", "instant", "--tasks", "2", "--tool-time", "none")
     res = CliRunner().invoke(main, ["report", str(out), "--from", "0", "--to", "1"])
     assert res.exit_code == 1 and "no window records" in res.output
+
+
+def test_each_windows_goodput_equals_a_recount_and_the_page_draws_it(windowed: Path, tmp_path: Path) -> None:
+    """The simulated host in real time, --window 1.5 --slo: every window's goodput is that of the calls and tasks
+    written in it, recounted from the run file by tests/support/recount.py (standard library only)."""
+    from tests.support import recount
+
+    summary, data = summarize_file(windowed)
+    rows = series(data)
+    theirs = recount.window_goodput(windowed, [("ttft", "<=", 0.025), ("user_decode_tps", ">=", 100.0)])
+    assert [w["index"] for w in rows] == [t["index"] for t in theirs]
+    for w, t in zip(rows, theirs, strict=True):
+        g = w["goodput"]
+        assert g["slo"] == "ttft<=25ms,user_decode_tps>=100"
+        for key in ("calls", "calls_met", "calls_met_share", "tasks", "tasks_met", "tasks_met_share"):
+            assert g[key] == t[key], (w["index"], key)
+        for key in ("output_tps", "total_tps"):
+            assert g[key] == pytest.approx(t[key], rel=1e-12), (w["index"], key)
+    assert sum(w["goodput"]["calls"] for w in rows) > summary["goodput"]["calls"] > 0  # warm-up and drain too
+    pytest.importorskip("matplotlib")
+    html = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(windowed), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    page = html.read_text()
+    section = page[page.index('<section id="windows">') :]
+    section = section[: section.index("</section>")]
+    assert "Goodput (--slo)" in section and "Goodput at the per-call SLO ttft&lt;=25ms" in section

@@ -82,6 +82,9 @@ def test_live_summary_equals_the_report_of_its_file(mode: str, recorded: Path, t
     _check(live, _report(out))
     if mode.startswith("goodput"):
         assert live["goodput"]["calls"] == live["window"]["requests"] > 0 and live["goodput"]["tasks"] > 0
+    if mode == "goodput":  # each window carries its goodput (equal live and offline, as every key above)
+        assert len(live["windows"]) >= 3 and all(w["goodput"]["slo"] == live["goodput"]["slo"] for w in live["windows"])
+        assert sum(w["goodput"]["tasks"] for w in live["windows"]) == live["goodput"]["tasks"]
     [judged] = live["thresholds"]
     assert judged["ok"] and judged["value"] == live["breakdown"]["recorded_timeline"]["model_time_s"]["ratio_p50"]
     if mode == "windowed":

@@ -33,12 +33,16 @@ class RawRun:
     segments: list[dict[str, float]]  # each segment's phase marks, in file order
     footer: dict[str, Any] | None
     windows: list[dict[str, Any]] = field(default_factory=list)
+    # per request and per task, in order: how many window records came before its line (the window it was written in)
+    request_windows: list[int] = field(default_factory=list)
+    task_windows: list[int] = field(default_factory=list)
 
 
 def read(path: str | Path) -> RawRun:
     """The run file's lines by type (a torn last line, from a kill, is left out)."""
     header: dict[str, Any] = {}
     requests, tasks, segments, windows = [], [], [], []
+    request_windows, task_windows = [], []
     footer = None
     for line in Path(path).read_bytes().splitlines():
         try:
@@ -50,8 +54,10 @@ def read(path: str | Path) -> RawRun:
             header = rec
         elif kind == "request":
             requests.append(rec)
+            request_windows.append(len(windows))
         elif kind == "task":
             tasks.append(rec)
+            task_windows.append(len(windows))
         elif kind == "phase":
             if rec["name"] == "start" or not segments:
                 segments.append({})
@@ -60,7 +66,7 @@ def read(path: str | Path) -> RawRun:
             windows.append(rec)
         elif kind == "footer":
             footer = rec
-    return RawRun(header, requests, tasks, segments, footer, windows)
+    return RawRun(header, requests, tasks, segments, footer, windows, request_windows, task_windows)
 
 
 def steady_parts(run: RawRun) -> tuple[list[tuple[float, float]], bool]:

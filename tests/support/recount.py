@@ -122,31 +122,54 @@ def _call_figure(r: dict[str, Any], figure: str) -> float | None:
 _BOUNDS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
+def _met(r: dict[str, Any], slo: list[tuple[str, str, float]]) -> bool:
+    values = [(_call_figure(r, figure), op, bound) for figure, op, bound in slo]
+    return all(v is not None and _BOUNDS[op](v, bound) for v, op, bound in values)
+
+
+def _shares(calls: list[dict[str, Any]], whole: list[int], missed: set[int], slo: list[tuple[str, str, float]],
+            seconds: float) -> dict[str, Any]:  # fmt: skip
+    good = [r for r in calls if _met(r, slo)]
+    kept = [t for t in whole if t not in missed]
+    out_tokens = sum(_out(r) for r in good)
+    return {
+        "calls": len(calls),
+        "calls_met": len(good),
+        "calls_met_share": len(good) / len(calls) if calls else None,
+        "tasks": len(whole),
+        "tasks_met": len(kept),
+        "tasks_met_share": len(kept) / len(whole) if whole else None,
+        "output_tps": out_tokens / seconds if seconds > 0 else None,
+        "total_tps": (out_tokens + sum(_in(r) for r in good)) / seconds if seconds > 0 else None,
+    }
+
+
+def window_goodput(path: str | Path, slo: list[tuple[str, str, float]]) -> list[dict[str, Any]]:
+    """Goodput per window record at ``slo``: the successful calls (not warm-up) whose record was written in the
+    window (after the window record before it, up to its own), the complete tasks (replayed whole) written in it,
+    each missed if any successful call of it, in any window, missed; the met calls' tokens over the window's
+    seconds (t_end - t_start)."""
+    run = oracle.read(path)
+    ok = [(r, w) for r, w in zip(run.requests, run.request_windows, strict=True)
+          if r.get("phase") != "warmup" and r["error"] is None]  # fmt: skip
+    missed = {r["task"] for r, _ in ok if not _met(r, slo)}
+    out = []
+    for i, w in enumerate(run.windows):
+        calls = [r for r, at in ok if at == i]
+        whole = [t["task"] for t, at in zip(run.tasks, run.task_windows, strict=True)
+                 if at == i and t["complete"] and not t.get("start_turn")]  # fmt: skip
+        out.append({"index": w["index"], **_shares(calls, whole, missed, slo, w["t_end"] - w["t_start"])})
+    return out
+
+
 def goodput(path: str | Path, slo: list[tuple[str, str, float]]) -> dict[str, Any]:
     """Goodput at ``slo`` ([(figure, op, value)], every term on each call): the share of the window's successful calls
     that met every term, the share of complete tasks (replayed whole) none of whose successful calls missed, and the
     met calls' output and total (input + output) tokens over the window's seconds."""
     _, requests, tasks, phases = read(path)
     lo, hi = window(phases, requests)
-
-    def met(r: dict[str, Any]) -> bool:
-        values = [(_call_figure(r, figure), op, bound) for figure, op, bound in slo]
-        return all(v is not None and _BOUNDS[op](v, bound) for v, op, bound in values)
-
     succeeded = [r for r in requests if r.get("phase") != "warmup" and r["error"] is None]
     inside = [r for r in succeeded if lo <= r["t_sent"] < hi]
-    good = [r for r in inside if met(r)]
-    missed = {r["task"] for r in succeeded if not met(r)}
+    missed = {r["task"] for r in succeeded if not _met(r, slo)}
     whole = [t["task"] for t in tasks if t["complete"] and not t.get("start_turn")]
-    kept = [t for t in whole if t not in missed]
-    out_tokens = sum(_out(r) for r in good)
-    return {
-        "calls": len(inside),
-        "calls_met": len(good),
-        "calls_met_share": len(good) / len(inside) if inside else None,
-        "tasks": len(whole),
-        "tasks_met": len(kept),
-        "tasks_met_share": len(kept) / len(whole) if whole else None,
-        "output_tps": out_tokens / (hi - lo),
-        "total_tps": (out_tokens + sum(_in(r) for r in good)) / (hi - lo),
-    }
+    return _shares(inside, whole, missed, slo, hi - lo)

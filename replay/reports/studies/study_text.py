@@ -56,15 +56,34 @@ SWEEP_COLUMNS = (
 )
 
 
+# With a per-call SLO (--slo 'ttft<=2s,...'): each level's goodput over its steady window (docs/metrics.md, Goodput).
+GOODPUT_COLUMNS = (
+    ("calls met", "goodput.calls_met_share", "share"),
+    ("tasks met", "goodput.tasks_met_share", "share"),
+    ("good out tok/s", "goodput.output_tps", "tok/s"),
+)
+GOODPUT_NOTE = (
+    "goodput at the per-call SLO {slo}: calls met = the level's calls sent in its steady window that met every term;"
+    " tasks met = its complete tasks whose every call met it; good out tok/s = the met calls' output tokens over the"
+    " window"
+)
+
+
+def level_columns(sw: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """The sweep table's figure columns: goodput's too where the levels were judged at a per-call SLO."""
+    return SWEEP_COLUMNS + (GOODPUT_COLUMNS if sw.get("goodput_slo") else ())
+
+
 def sweep_text(sw: dict[str, Any]) -> str:
     """The sweep's table (a row per level), its knee with the rule, and its frontier."""
     rows = []
+    columns = level_columns(sw)
     for lv in sw["levels"]:
-        cells = [str(lv["concurrency"]), *[fmt(value(lv, key), unit) for _, key, unit in SWEEP_COLUMNS]]
+        cells = [str(lv["concurrency"]), *[fmt(value(lv, key), unit) for _, key, unit in columns]]
         if "slo_ok" in lv:
             cells.append("yes" if lv["slo_ok"] else "no")
         rows.append(cells)
-    headers = ["sessions", *[h for h, _, _ in SWEEP_COLUMNS], *(["SLO"] if sw.get("slo") else [])]
+    headers = ["sessions", *[h for h, _, _ in columns], *(["SLO"] if sw.get("slo") else [])]
     knee = sw["knee"]
     where = f"{knee['concurrency']} sessions" if knee["concurrency"] is not None else "none"
     front = ", ".join(str(p["concurrency"]) for p in sw["frontier"]) or "-"
@@ -73,6 +92,7 @@ def sweep_text(sw: dict[str, Any]) -> str:
         f" then a {sw['window_s']:g} s window each; sessions {sw['sessions']}",
         "",
         grid(headers, rows),
+        *([GOODPUT_NOTE.format(slo=",".join(sw["goodput_slo"]))] if sw.get("goodput_slo") else []),
         "",
         f"knee: {where}  [{knee['rule']}]" + (f"  ({knee['note']})" if knee.get("note") else ""),
         f"Pareto frontier ({_x_label(sw)} against total tok/s per {'GPU' if sw['hardware']['gpus'] else 'host'}):"

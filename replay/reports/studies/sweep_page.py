@@ -12,6 +12,7 @@ from replay.metrics.level_figures import value
 from replay.reports import plots
 from replay.reports.html_page import Section, figure, note, num, paragraph, pct, render_page, secs, table, text, tiles
 from replay.reports.studies import study_plots
+from replay.reports.studies.study_text import GOODPUT_NOTE
 from replay.verdict.thresholds import parse_all
 
 LEVEL_COLUMNS = (
@@ -28,13 +29,21 @@ LEVEL_COLUMNS = (
 )
 
 
+GOODPUT_COLUMNS = (
+    ("calls met", "goodput.calls_met_share", pct),
+    ("tasks met", "goodput.tasks_met_share", pct),
+    ("good out tok/s", "goodput.output_tps", num),
+)
+
+
 def levels_section(sw: dict[str, Any]) -> Section:
     has_slo = bool(sw.get("slo"))
+    columns = LEVEL_COLUMNS + (GOODPUT_COLUMNS if sw.get("goodput_slo") else ())
     rows = []
     for lv in sw["levels"]:
-        cells = [lv["concurrency"], *[fmt(value(lv, key)) for _, key, fmt in LEVEL_COLUMNS]]
+        cells = [lv["concurrency"], *[fmt(value(lv, key)) for _, key, fmt in columns]]
         rows.append(cells + (["yes" if lv.get("slo_ok") else "no"] if has_slo else []))
-    headers = ["sessions", *[h for h, _, _ in LEVEL_COLUMNS], *(["meets SLO"] if has_slo else [])]
+    headers = ["sessions", *[h for h, _, _ in columns], *(["meets SLO"] if has_slo else [])]
     words = (
         f"Each level: {sw['warmup_s']:g} s of warm-up, then a {sw['window_s']:g} s steady window ({sw['mode']})."
         f" Sessions {sw['sessions']}."
@@ -42,6 +51,9 @@ def levels_section(sw: dict[str, Any]) -> Section:
     body = paragraph(text(words)) + table(headers, rows)
     if has_slo:
         body += paragraph(text("SLO: " + ", ".join(sw["slo"])))
+    if sw.get("goodput_slo"):
+        words = GOODPUT_NOTE.format(slo=",".join(sw["goodput_slo"]))
+        body += paragraph(text(words[0].upper() + words[1:] + "."))
     return Section("levels", "Levels", body)
 
 
