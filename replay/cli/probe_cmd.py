@@ -213,7 +213,7 @@ def summary(result: Any, out: str, host: str, model: str | None) -> str:
     ctx = 8192 * r
     step1 = c.decode_s(1, ctx)
     phases = ", ".join(f"{p.name} {p.used_s:.0f} s ({p.calls} calls, {p.stopped})" for p in result.phases)
-    found = {True: "measured", False: "at least: not reached"}
+    found = {"host": "as the host states it", "measured": "measured"}
     kv_note = {"measured": "measured", "given": "given", "host": "as the host states it"}
     lines = [
         f"twin of {host} (model {model or '?'}): {out}",
@@ -222,7 +222,8 @@ def summary(result: Any, out: str, host: str, model: str | None) -> str:
         f"+{1e9 * c.kv_read_s:.1f} ns per KV token read",
         f"  prefill: cold 8k prompt {c.ttft_s(round(ctx), 0):.3f} s; {1e6 * c.prefill_token_s:.2f} µs per token, "
         f"{1e12 * c.attn_pair_s:.1f} ps per attended pair; step overhead {1000 * c.overhead_s:.2f} ms",
-        f"  running cap {result.max_num_seqs} ({found[result.max_num_seqs_found]}); KV cache {result.kv_tokens:,} "
+        f"  running cap {result.max_num_seqs} ({found.get(result.max_num_seqs_source, 'at least: not reached')}); "
+        f"KV cache {result.kv_tokens:,} "
         f"host tokens ({kv_note[result.kv_source]}); {r:.3f} host tokens per client token",
         f"  cache block {result.facts.block_size or 'not stated: 16 client tokens assumed'}, served context "
         f"{result.facts.max_model_len or 'not stated'} (host tokens, as the host says)",

@@ -2,7 +2,10 @@
 
 vLLM states its KV cache size and block size in ``/metrics`` (the labels of the ``vllm:cache_config_info``
 gauge: ``kv_cache_size_tokens``, or ``num_gpu_blocks`` times ``block_size``) and its served context in
-``/v1/models`` (``max_model_len``, which may be less than the model's own). A figure the host states is used as
+``/v1/models`` (``max_model_len``, which may be less than the model's own). llama-server states its slots (the
+calls it decodes at once) and each slot's context in ``/props`` (``total_slots``,
+``default_generation_settings.n_ctx``; checked against llama-server 0.3.36 with ``-np 4 -c 16384``: 4 and
+4,096). A figure the host states is used as
 it is; the probe measures only what the host does not say, and a figure it could only bound is never written
 as a measurement. Reading is best effort: a host that does not answer, or answers something else, states
 nothing.
@@ -30,9 +33,11 @@ class HostFacts:
     kv_tokens: int | None = None
     block_size: int | None = None
     max_model_len: int | None = None
+    slots: int | None = None  # calls it decodes at once (llama-server's slots)
 
     def public(self) -> dict[str, Any]:
-        return {"kv_tokens": self.kv_tokens, "block_size": self.block_size, "max_model_len": self.max_model_len}
+        return {"kv_tokens": self.kv_tokens, "block_size": self.block_size, "max_model_len": self.max_model_len,
+                "slots": self.slots}  # fmt: skip
 
 
 def _int(value: Any) -> int | None:
@@ -71,6 +76,18 @@ def served_context(body: bytes, model: str | None) -> int | None:
     return _int(named[0].get("max_model_len")) if named else None
 
 
+def llama_props(body: bytes) -> tuple[int | None, int | None]:
+    """(slots, each slot's context) from llama-server's ``/props``."""
+    try:
+        props = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None, None
+    if not isinstance(props, dict):
+        return None, None
+    settings = props.get("default_generation_settings")
+    return _int(props.get("total_slots")), _int(settings.get("n_ctx")) if isinstance(settings, dict) else None
+
+
 def _get(url: str, headers: dict[str, str]) -> bytes | None:
     req = urllib.request.Request(url, headers=headers)
     with (
@@ -91,4 +108,7 @@ def read_host_facts(base_url: str, model: str | None, headers: dict[str, str] | 
     if metrics is not None:
         kv, block = cache_config(metrics.decode("utf-8", "replace"))
     models = _get(api + "/models", headers or {})
-    return HostFacts(kv, block, served_context(models, model) if models is not None else None)
+    served = served_context(models, model) if models is not None else None
+    props = _get(root + "/props", headers or {})
+    slots, slot_context = llama_props(props) if props is not None else (None, None)
+    return HostFacts(kv, block, served or slot_context, slots)

@@ -92,13 +92,20 @@ class ProbeResult:
     # never written as a twin's KV size: replay probe refuses to write that twin)
     kv_source: str
     max_num_seqs: int
-    max_num_seqs_found: bool
+    max_num_seqs_found: bool  # stated by the host or found by the ladder (not a default)
     context_accepted: int | None  # longest call (client tokens, prompt + answer) the host served
     context_refused: int | None  # shortest it refused as too long
     levels: list[dict[str, Any]]
     phases: list[PhaseLog]
     elapsed_s: float
     facts: HostFacts = field(default_factory=HostFacts)  # what the host states about itself (replay.twin.host_facts)
+
+    @property
+    def max_num_seqs_source(self) -> str:
+        """host (it states its slots: llama-server's /props), measured (the ladder found the knee), or assumed."""
+        if self.facts.slots:
+            return "host"
+        return "measured" if self.max_num_seqs_found else "assumed (the ladder found no limit)"
 
     def twin_fields(self) -> dict[str, Any]:
         """SimProfile fields of the twin, in the client's tokens (what the simulated host counts)."""
@@ -135,6 +142,7 @@ class ProbeResult:
             "block_size_source": "host" if self.facts.block_size else f"assumed ({DEFAULT_BLOCK}: the host says none)",
             "max_model_len_host": self.facts.max_model_len,
             "max_num_seqs": self.max_num_seqs, "max_num_seqs_found": self.max_num_seqs_found,
+            "max_num_seqs_source": self.max_num_seqs_source,
             "context_accepted_tokens": self.context_accepted, "context_refused_tokens": self.context_refused,
             "phases": [p.public() for p in self.phases],
             "levels": self.levels,
@@ -198,8 +206,10 @@ def probe(runner: Runner, workload: Workload, directory: Path, config: ProbeConf
     ladder = run_ladder(Phase(runner, phases[2]), m, kv, cfg.max_concurrency, cfg.log)
     return ProbeResult(
         shape=shape, ratio=m.ratio, fit=fit(m.prefill, m.decode, m.chunk), prefill=m.prefill, decode=m.decode,
-        kv_tokens=int(kv), kv_source=kv_source, max_num_seqs=ladder.cap or max(DEFAULT_MAX_NUM_SEQS, ladder.peak),
-        max_num_seqs_found=ladder.cap is not None, context_accepted=m.accepted, context_refused=m.refused,
+        kv_tokens=int(kv), kv_source=kv_source,
+        max_num_seqs=facts.slots or ladder.cap or max(DEFAULT_MAX_NUM_SEQS, ladder.peak),
+        max_num_seqs_found=bool(facts.slots) or ladder.cap is not None,
+        context_accepted=m.accepted, context_refused=m.refused,
         levels=ladder.levels, phases=phases, elapsed_s=budget.used(), facts=facts,
     )  # fmt: skip
 
