@@ -6,8 +6,8 @@ turn's response, so the next turn sends only the new items with ``previous_respo
 it (a subagent) opens one of its own. A socket the host closed (its 60-minute limit,
 ``websocket_connection_limit_reached``, or a drop) is replaced by a new one when the lane next needs it: the call
 that opens it carries ``reconnect`` (why) and its ``connect_s`` (TCP, TLS and the upgrade), outside TTFT as for
-HTTP. The per-message work is a timestamp, an append and a byte scan for the events that end a turn; the messages
-are framed as SSE only once the turn ended, for the flavour's reader.
+HTTP. The per-message work is a timestamp taken at the socket's read (``ws_arrivals``), an append and a byte scan
+for the events that end a turn; the messages are framed as SSE only once the turn ended, for the flavour's reader.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from replay.clients import tls
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import Stalled, watched
+from replay.clients.ws_arrivals import Arrivals, install
 from replay.errors import ReplayError
 from replay.records.run_file import RequestRecord
 
@@ -44,6 +45,7 @@ class Socket:
 
     ws: aiohttp.ClientWebSocketResponse
     last_id: str | None = None  # the response of the last turn that ended well on it
+    arrivals: Arrivals | None = None  # when each message's read came (replay.clients.ws_arrivals)
 
 
 @dataclass(slots=True)
@@ -114,7 +116,7 @@ class Sockets:
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0), **extra,
         )  # fmt: skip
         self.opened += 1
-        return Socket(ws)
+        return Socket(ws, arrivals=install(ws))
 
     async def warm(self, url: str, headers: dict[str, str], count: int) -> None:
         """Open ``count`` sockets before the run (one per session), so no turn's figures pay for a handshake."""
@@ -176,13 +178,15 @@ class Sockets:
                 await s.ws.close()
 
 
-async def _receive(ws: aiohttp.ClientWebSocketResponse, turn: Turn, limit: int) -> None:
-    """The turn's messages as they come, until the event that ends it or the socket's close. Per message: a
-    timestamp, an append and a byte scan (a non-delta event is decoded: a few per turn)."""
-    size = 0
+async def _receive(sock: Socket, turn: Turn, limit: int, sent: float) -> None:
+    """The turn's messages as they come, until the event that ends it or the socket's close. Per message: its
+    arrival (the read that completed it, ``ws_arrivals``; the wake-up where that was not seen), an append and a byte
+    scan (a non-delta event is decoded: a few per turn). Never before ``sent``: a stale message left by a turn cut
+    short is read as this turn's, as it always was, and not stamped before this turn's frame went."""
+    size, ws, arrivals = 0, sock.ws, sock.arrivals
     while True:
         msg = await ws.receive()
-        t = perf_counter()
+        t = max((arrivals.stamp(msg) if arrivals is not None else None) or perf_counter(), sent)
         if msg.type is aiohttp.WSMsgType.TEXT or msg.type is aiohttp.WSMsgType.BINARY:
             data = msg.data if isinstance(msg.data, bytes) else msg.data.encode()
             size += len(data)
@@ -223,7 +227,7 @@ async def exchange(sock: Socket, message: bytes, rec: RequestRecord, host: HostC
         rec.t_sent = perf_counter()  # the frame is handed to the socket now (small: only the new items, mostly)
         await sock.ws.send_frame(message, aiohttp.WSMsgType.TEXT)
         async with asyncio.timeout(host.request_timeout_s):
-            await _receive(sock.ws, turn, host.max_response_bytes)
+            await _receive(sock, turn, host.max_response_bytes, rec.t_sent)
 
     try:
         await watched(run(), last, host.stall_timeout_s)
