@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -34,11 +35,13 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     modules, tables) frozen out of the cyclic collector: a full collection then walks only what the run made,
     instead of stalling every stream for tens of milliseconds (measured: the simulated host's arrival stamps were
     16 ms late for a burst of 64 first calls until it froze its start-up heap; docs/benchmarks.md)."""
-    _, factory = loop_factory()
-    gc.collect()
-    gc.freeze()
     try:
+        _, factory = loop_factory()
+        gc.collect()
+        gc.freeze()
         with asyncio.Runner(loop_factory=factory) as runner:
             return runner.run(main)
     finally:
         gc.unfreeze()  # a library caller's later garbage is collected as before
+        if inspect.getcoroutinestate(main) == inspect.CORO_CREATED:  # Ctrl-C before it started: no "never awaited"
+            main.close()
