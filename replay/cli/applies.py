@@ -151,6 +151,14 @@ RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
     ),
     (("slo_tiers",), _needs(lambda m: m.recipe == "aa-agentperf", "AA-AgentPerf's tiers: give --recipe aa-agentperf")),
     (
+        ("warmup",),
+        _needs(
+            lambda m: not (m.study and m.recipe == "agentx"),
+            "AgentX's warm-up is its own (10 calls per lane at max_tokens 1, then a barrier that opens each level's "
+            "window; --window counts from it)",
+        ),
+    ),
+    (
         ("recipe_min_duration",),
         _needs(lambda m: m.recipe == "agentx", "it shortens AgentX's minimum duration (900 s): give --recipe agentx"),
     ),

@@ -25,7 +25,8 @@ FORMATS = ("llm-d", "inferencex")
     type=click.Choice(FORMATS),
     required=True,
     help="llm-d: an llm-d Benchmark Report v0.2 (one per run; a sweep gives a list, one per level). inferencex: "
-    "InferenceX's request_metrics (AgentX's aggregates: a run made with --recipe agentx).",
+    "InferenceX's request_metrics (AgentX's aggregates: a run, or a sweep, made with --recipe agentx; a sweep gives "
+    "one per level).",
 )
 @click.option(
     "-o", "--out", required=True, type=click.Path(dir_okay=False), help="The JSON file to write (- for stdout)."

@@ -10,8 +10,9 @@ import click
 
 from replay.cli.options import parse_duration
 
-# The recipe's options (docs/recipes.md); the cost per task uses --rate-card, a host option.
-RECIPE = [
+# The recipe's options (docs/recipes.md); the cost per task uses --rate-card, a host option. RULES: the recipe and
+# what it is judged by, which a sweep takes too (each level a recipe run); the rest: where sessions start.
+RULES = [
     click.option(
         "--recipe",
         type=click.Choice(["agentx", "aa-agentperf"]),
@@ -36,6 +37,9 @@ RECIPE = [
         help="The workload fingerprint the recipe run requires (replay inspect prints a workload's; AgentX pins "
         "the corpus semianalysis_cc_traces_weka_062126): a run on another corpus is not submission_valid.",
     ),
+]
+RECIPE = [
+    *RULES,
     click.option(
         "--start-at",
         help="Start each session's first tree mid-trajectory: RATIO of its recorded duration, or random:LO:HI "

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from replay.cli import run_options, study_options
+from replay.cli import recipe_options, run_options, study_options
 
 
 def _progress(level: Any, label: str, quiet: bool) -> None:
@@ -59,6 +59,7 @@ def _progress(level: Any, label: str, quiet: bool) -> None:
     "interactivity_e2e_p90 (InferenceX AgentX's x), interactivity_e2e_p75, interactivity_p90, ...",
 )
 @run_options.apply(run_options.HOST, run_options.PACE, run_options.RETRY, run_options.REQUEST, run_options.SIM)
+@run_options.apply(recipe_options.RULES)
 @run_options.apply(study_options.HARDWARE, study_options.VIRTUAL, study_options.SIDE_BY_SIDE)
 @click.option(
     "--out",
@@ -74,7 +75,8 @@ def sweep(
     """Replay the workload at each concurrency level in turn; the table, the curves, the knee and the frontier.
 
     Each level is one run: a warm-up, then a steady window of stated length. One run file per level and a sweep
-    index (sweep.json) go into --out; `replay report DIR/sweep.json` rebuilds every figure from them.
+    index (sweep.json) go into --out; `replay report DIR/sweep.json` rebuilds every figure from them. With
+    --recipe, each level is that recipe's run (agentx: its own warm-up, then --window counted from its barrier).
     """
     from replay.cli.applies import refuse_inapplicable
     from replay.studies.frontier import Axis, FrontierError
@@ -107,8 +109,9 @@ def sweep(
         i, t = i_target
         out = base / slug(t.label, i) if several else base
         runner = study_options.runner(opts, t.spec, out)
-        plan = SweepPlan(concurrency, window, warmup, t.label, study_options.mode(opts), t.hardware, knee, slo,
-                         study_options.command_line(), frontier_x, tuple(t.spec.slo))  # fmt: skip
+        plan = SweepPlan(concurrency, window, None if runner.barrier else warmup, t.label, study_options.mode(opts),
+                         t.hardware, knee, slo, study_options.command_line(), frontier_x, tuple(t.spec.slo),
+                         t.spec.recipe, t.spec.load.lanes.warmup_per_lane if runner.barrier else None)  # fmt: skip
         return run_sweep(plan, runner, out / "sweep.json", lambda lv: _progress(lv, t.label, opts["quiet"]))
 
     try:

@@ -31,12 +31,13 @@ def _stats(figure: Any) -> dict[str, Any]:
     return {k: figure.get(k) for k in STATS} if isinstance(figure, dict) else dict.fromkeys(STATS)
 
 
-def request_metrics(summary: dict[str, Any], where: str = "the run") -> dict[str, Any]:
+def request_metrics(summary: dict[str, Any], where: str = "the run", remedy: str = "run it with --recipe agentx"
+                    ) -> dict[str, Any]:  # fmt: skip
     """InferenceX's ``request_metrics`` (latency, throughput, cache) from a summary's ``agentx`` block."""
     ax = summary.get("agentx")
     if not isinstance(ax, dict):
         raise ExportError(f"{where} has no AgentX figures: InferenceX's fields are AgentX's aggregates (per-request "
-                          "ITL, the profiling span's throughput); run it with --recipe agentx")  # fmt: skip
+                          f"ITL, the profiling span's throughput); {remedy}")  # fmt: skip
     tp = ax.get("throughput") or {}
     itl = _stats(ax.get("itl_s"))
     per_gpu = {}
@@ -65,13 +66,14 @@ def request_metrics(summary: dict[str, Any], where: str = "the run") -> dict[str
     }
 
 
-def inferencex(summary: dict[str, Any], where: str = "the run") -> dict[str, Any]:
+def inferencex(summary: dict[str, Any], where: str = "the run", remedy: str = "run it with --recipe agentx"
+               ) -> dict[str, Any]:  # fmt: skip
     """One run's export: InferenceX's ``request_metrics`` and the run's identity and validity beside it."""
     run = summary.get("run") or {}
     tp = (summary.get("agentx") or {}).get("throughput") or {}
     return {
         "format": FORMAT,
-        "request_metrics": request_metrics(summary, where),
+        "request_metrics": request_metrics(summary, where, remedy),
         "num_gpus": tp.get("gpus"),
         "requests": (summary.get("agentx") or {}).get("requests"),
         "submission_valid": summary.get("submission_valid"),
@@ -88,10 +90,9 @@ def inferencex(summary: dict[str, Any], where: str = "the run") -> dict[str, Any
 
 
 def inferencex_sweep(levels: list[dict[str, Any]]) -> dict[str, Any]:
-    """A sweep's levels, each exported as one run (every level must carry AgentX's figures)."""
-    return {
-        "format": FORMAT,
-        "levels": [
-            {"concurrency": lv.get("concurrency"), **inferencex(lv, f"level {lv.get('concurrency')}")} for lv in levels
-        ],
-    }
+    """A sweep's levels, one InferenceX row each, exported as its run (every level must carry AgentX's figures: a
+    sweep made with ``replay sweep --recipe agentx``)."""
+    remedy = "make the sweep with --recipe agentx (each level an AgentX run)"
+    rows = [{"concurrency": lv.get("concurrency"), **inferencex(lv, f"level {lv.get('concurrency')}", remedy)}
+            for lv in levels]  # fmt: skip
+    return {"format": FORMAT, "levels": rows}

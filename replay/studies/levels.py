@@ -55,17 +55,26 @@ class RealRunner:
             self.workload = load_run_workload(self.spec)
         suffix = "" if attempt == 1 else f"-r{attempt}"
         out = self.out_dir / f"{self.name}{concurrency}{suffix}.jsonl"
+        barrier = self.barrier  # the recipe's warm-up opens the window; the duration counts from it
         load = dataclasses.replace(
             self.spec.load,
             concurrency=concurrency,
-            duration_s=self.warmup_s + self.window_s,
-            warmup_s=self.warmup_s,
+            duration_s=self.window_s if barrier else self.warmup_s + self.window_s,
+            warmup_s=None if barrier else self.warmup_s,
             tasks=None,
         )
         spec = dataclasses.replace(
             self.spec, load=load, out=str(out), sim=dataclasses.replace(self.spec.sim, truth_log=None)
         )
         return Level(concurrency, self.execute(spec, self.workload).summary.to_dict(), str(out), attempt)
+
+    @property
+    def barrier(self) -> bool:
+        """Whether the levels' lanes warm up to a barrier that opens the steady window (the AgentX recipe: 10 calls
+        per lane at max_tokens 1): then a level's duration is its window, counted from the barrier, and
+        ``warmup_s`` is not used."""
+        lanes = self.spec.load.lanes
+        return lanes is not None and lanes.has_warmup
 
     def execute(self, spec: Any, workload: Workload) -> Any:
         from replay.runner.single_run import execute

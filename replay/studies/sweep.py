@@ -38,7 +38,7 @@ class SweepPlan:
 
     levels: list[int]
     window_s: float
-    warmup_s: float
+    warmup_s: float | None  # None: the recipe's warm-up (``warmup_per_lane``) opens each level's window
     host: str  # a URL, or sim:PROFILE
     mode: str = "real time"  # or "virtual clock"
     hardware: Hardware = field(default_factory=Hardware)
@@ -47,6 +47,8 @@ class SweepPlan:
     command: str = ""
     frontier_x: str = "user_decode_tps_p25"  # the frontier's x (replay.studies.frontier.Axis)
     goodput_slo: tuple[str, ...] = ()  # each level's per-call SLO (its run header's; the levels' goodput)
+    recipe: str | None = None  # each level a run by this recipe's rules (--recipe; replay.runner.recipes)
+    warmup_per_lane: int | None = None  # the recipe's warm-up: calls per lane before the barrier opens the window
 
     def public(self) -> dict[str, Any]:
         return {
@@ -65,6 +67,8 @@ class SweepPlan:
             "slo": list(self.slo),
             "goodput_slo": list(self.goodput_slo),
             "frontier_x": self.frontier_x,
+            "recipe": self.recipe,
+            "warmup_per_lane": self.warmup_per_lane,
         }
 
 

@@ -139,8 +139,66 @@ def test_a_sweep_exports_one_llmd_report_per_level(work, tmp_path):
         got = doc["results"]["request_performance"]["aggregate"]["latency"]["time_to_first_token"]["p50"]
         assert got == level["ttft_s"]["p50"]
     assert len({d["run"]["eid"] for d in docs}) == 1 and len({d["run"]["uid"] for d in docs}) == 2
-    code, output, _ = _export(tmp_path / "sw" / "sweep.json", "inferencex", tmp_path / "ix.json")
-    assert code == 1 and "level 1 has no AgentX figures" in output
+    code, output, doc = _export(tmp_path / "sw" / "sweep.json", "inferencex", tmp_path / "ix.json")
+    assert code == 1 and doc is None  # refused, with the reason and what would do
+    assert "level 1 has no AgentX figures" in output and "make the sweep with --recipe agentx" in output
+
+
+@pytest.fixture(scope="module")
+def agentx_sweep(work, tmp_path_factory) -> tuple[Path, dict]:
+    """replay sweep --recipe agentx on the virtual clock: each level an AgentX run (its warm-up, then --window)."""
+    out = tmp_path_factory.mktemp("agentx-sweep") / "sw"
+    args = ["sweep", str(work), "-c", "1,2,4", "--virtual", "--window", "3s", "--recipe", "agentx",
+            "--recipe-min-duration", "2s", "--gpus", "2", "--sim-profile", "fast", "--out", str(out), "--json",
+            "-q"]  # fmt: skip
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return out / "sweep.json", orjson.loads(res.stdout)
+
+
+def test_a_sweep_made_with_the_agentx_recipe_runs_each_level_by_its_rules(agentx_sweep):
+    index, doc = agentx_sweep
+    assert doc["recipe"] == "agentx" and doc["warmup_s"] is None and doc["warmup_per_lane"] == 10
+    for lv in doc["levels"]:
+        c = lv["concurrency"]
+        assert lv["recipe"] == "agentx" and lv["submission_valid"] is True, lv["invalid_reasons"]
+        assert lv["agentx"]["warmup_requests"] >= 10 * c  # ten calls per lane (and the primers) before the barrier
+        assert lv["window"]["end_s"] - lv["window"]["start_s"] == pytest.approx(3.0)  # --window, from the barrier
+        assert lv["agentx"]["requests"] == lv["window"]["requests"] > 0
+    text = CliRunner().invoke(main, ["report", str(index)]).output
+    assert "agentx's warm-up (10 calls per lane at max_tokens 1, then a barrier)" in text
+    assert "each level a --recipe agentx run" in text
+
+
+def test_a_sweep_made_with_the_agentx_recipe_exports_one_inferencex_row_per_level(agentx_sweep, tmp_path):
+    index, live = agentx_sweep
+    code, output, doc = _export(index, "inferencex", tmp_path / "ix.json")
+    assert code == 0, output
+    assert isinstance(doc, dict) and doc["format"] == "replay.inferencex/1"
+    rows = doc["levels"]
+    assert [r["concurrency"] for r in rows] == [lv["concurrency"] for lv in live["levels"]] == [1, 2, 4]
+    names = {"ttft": "ttft_s", "e2el": "e2e_s", "itl": "itl_s", "tpot": "itl_s", "e2e_norm_intvty": "interactivity_e2e"}
+    for row, lv in zip(rows, live["levels"], strict=True):
+        ax, latency, tp = lv["agentx"], row["request_metrics"]["latency"], row["request_metrics"]["throughput"]
+        for field, key in names.items():
+            assert latency[field] == {k: ax[key][k] for k in ("mean", "p50", "p75", "p90", "p95", "std")}, field
+        assert tp["total"]["tokens_per_second"] == ax["throughput"]["total_tps"]
+        assert tp["output"]["tokens_per_second"] == ax["throughput"]["output_tps"]
+        assert tp["input"]["tokens_per_second"] == ax["throughput"]["input_tps"]
+        assert tp["duration_seconds"] == ax["throughput"]["span_s"]
+        assert tp["per_gpu"] == {"total_tput_tps": ax["throughput"]["total_tps_per_gpu"],
+                                 "output_tput_tps": ax["throughput"]["output_tps_per_gpu"],
+                                 "input_tput_tps": ax["throughput"]["input_tps_per_gpu"]}  # fmt: skip
+        assert row["num_gpus"] == 2 and row["requests"] == ax["requests"] > 0
+        assert row["submission_valid"] is lv["submission_valid"] and row["replay"]["concurrency"] == lv["concurrency"]
+        # two figures recounted from the level's own run file: throughput per GPU, E2E-normalised interactivity p90
+        mine = recount.agentx_throughput(lv["run_file"], 2)
+        assert tp["duration_seconds"] == pytest.approx(mine["span_s"], rel=1e-9)
+        assert tp["per_gpu"]["total_tput_tps"] == pytest.approx(mine["total_tps_per_gpu"], rel=1e-9)
+        assert latency["e2e_norm_intvty"]["p90"] == pytest.approx(recount.interactivity_e2e(lv["run_file"])["p90"],
+                                                                  rel=0.002)  # fmt: skip
+    _, _, again = _export(index, "inferencex", tmp_path / "again.json")
+    assert again == doc  # rebuilt from the run files, the same rows
 
 
 def test_a_file_that_is_no_run_is_a_one_line_error(tmp_path):

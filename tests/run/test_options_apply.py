@@ -37,6 +37,7 @@ def base(command: str, tmp: Path) -> list[str]:
 
 
 RUN, STUDIES, ALL = ("run",), ("sweep", "capacity", "claims"), ("run", "sweep", "capacity", "claims")
+RUN_SWEEP = ("run", "sweep")  # the recipe's options: a sweep's levels can be recipe runs
 
 # (commands, the option as given, modes where it does nothing, modes where it applies)
 REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]]] = [
@@ -56,9 +57,15 @@ REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]
     (("run", "sweep"), ["--hosts-at-once"], [[]], [TWO]),
     (RUN, ["--max-live", "3"], [[]], [["--arrivals", "poisson:1"]]),
     (RUN, ["-c", "4"], [["--arrivals", "poisson:1", "--max-live", "3"]], [[], ["--arrivals", "poisson:1"]]),
-    (RUN, ["--slo-tier", "a:1:2"], [[], ["--recipe", "agentx"]], [["--recipe", "aa-agentperf"]]),
-    (RUN, ["--recipe-min-duration", "10"], [[], ["--recipe", "aa-agentperf"]], [["--recipe", "agentx"]]),
-    (RUN, ["--recipe-fingerprint", "sha256:" + "0" * 64], [[]], [["--recipe", "agentx"], ["--recipe", "aa-agentperf"]]),
+    (RUN_SWEEP, ["--slo-tier", "a:1:2"], [[], ["--recipe", "agentx"]], [["--recipe", "aa-agentperf"]]),
+    (RUN_SWEEP, ["--recipe-min-duration", "10"], [[], ["--recipe", "aa-agentperf"]], [["--recipe", "agentx"]]),
+    (
+        RUN_SWEEP,
+        ["--recipe-fingerprint", "sha256:" + "0" * 64],
+        [[]],
+        [["--recipe", "agentx"], ["--recipe", "aa-agentperf"]],
+    ),
+    (("sweep",), ["--warmup", "5s"], [["--recipe", "agentx"]], [[], ["--recipe", "aa-agentperf"]]),
     (RUN, ["--idle-cap", "5"], [["--tool-time", "none"]], [[]]),
     (RUN, ["--ramp-up", "2"], [["--arrivals", "poisson:1"]], [[]]),
     (RUN, ["--ray-listen", "127.0.0.1"], [[]], [["--ray", "auto"]]),
@@ -103,7 +110,7 @@ ALWAYS = {
     "tool_time": "the pauses (the virtual clock takes recorded, scale and none)",
     "salt_tasks": "distinct tasks (the virtual clock's unique_tasks)",
     "seed": "the task order",
-    "recipe": "the recipe",
+    "recipe": "the recipe (a run's, or each level's of a sweep)",
     "start_at": "the start point (refused with --arrivals)",
     "arrivals": "the open loop",
     "thresholds": "the verdict",

@@ -74,6 +74,18 @@ def level_columns(sw: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
     return SWEEP_COLUMNS + (GOODPUT_COLUMNS if sw.get("goodput_slo") else ())
 
 
+def warmup_words(sw: dict[str, Any]) -> str:
+    """Each level's warm-up as the sweep ran it: timed (``--warmup``), or a recipe's own that opens the window."""
+    if sw.get("warmup_s") is None:
+        return (f"{sw.get('recipe')}'s warm-up ({sw.get('warmup_per_lane')} calls per lane at max_tokens 1, then a "
+                "barrier)")  # fmt: skip
+    return f"{sw['warmup_s']:g} s warm-up"
+
+
+def recipe_words(sw: dict[str, Any]) -> str:
+    return f"; each level a --recipe {sw['recipe']} run" if sw.get("recipe") else ""
+
+
 def sweep_text(sw: dict[str, Any]) -> str:
     """The sweep's table (a row per level), its knee with the rule, and its frontier."""
     rows = []
@@ -88,8 +100,8 @@ def sweep_text(sw: dict[str, Any]) -> str:
     where = f"{knee['concurrency']} sessions" if knee["concurrency"] is not None else "none"
     front = ", ".join(str(p["concurrency"]) for p in sw["frontier"]) or "-"
     lines = [
-        f"sweep against {sw['host']} ({sw['mode']}): {plural(len(sw['levels']), 'level')}, {sw['warmup_s']:g} s warm-up"
-        f" then a {sw['window_s']:g} s window each; sessions {sw['sessions']}",
+        f"sweep against {sw['host']} ({sw['mode']}): {plural(len(sw['levels']), 'level')}, {warmup_words(sw)}"
+        f" then a {sw['window_s']:g} s window each{recipe_words(sw)}; sessions {sw['sessions']}",
         "",
         grid(headers, rows),
         *([GOODPUT_NOTE.format(slo=",".join(sw["goodput_slo"]))] if sw.get("goodput_slo") else []),

@@ -12,7 +12,7 @@ from replay.metrics.level_figures import value
 from replay.reports import plots
 from replay.reports.html_page import Section, figure, note, num, paragraph, pct, render_page, secs, table, text, tiles
 from replay.reports.studies import study_plots
-from replay.reports.studies.study_text import GOODPUT_NOTE
+from replay.reports.studies.study_text import GOODPUT_NOTE, recipe_words, warmup_words
 from replay.verdict.thresholds import parse_all
 
 LEVEL_COLUMNS = (
@@ -45,7 +45,7 @@ def levels_section(sw: dict[str, Any]) -> Section:
         rows.append(cells + (["yes" if lv.get("slo_ok") else "no"] if has_slo else []))
     headers = ["sessions", *[h for h, _, _ in columns], *(["meets SLO"] if has_slo else [])]
     words = (
-        f"Each level: {sw['warmup_s']:g} s of warm-up, then a {sw['window_s']:g} s steady window ({sw['mode']})."
+        f"Each level: {warmup_words(sw)}, then a {sw['window_s']:g} s steady window ({sw['mode']}){recipe_words(sw)}."
         f" Sessions {sw['sessions']}."
     )
     body = paragraph(text(words)) + table(headers, rows)
