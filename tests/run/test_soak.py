@@ -151,6 +151,8 @@ def test_a_slower_host_than_the_baseline_fails_the_night(tmp_path: Path) -> None
     res = CliRunner().invoke(main, ["run", *args, "--sim-profile-file", str(steady), "--out", str(base)])
     assert res.exit_code == 0, res.output
     before = rebuild_run(base).summary.to_dict()  # as the gate reads a baseline
+    # the band on the figures alone: whether a busy machine held this client up is the end-to-end part's question
+    before["client"] = None
     assert compare(before, before, 0.1)["regressed"] == []
     noise, _ = baseline_noise(before, "user_decode_tps_p25")
     assert noise > 0  # the windows' spread: the band is wider than the tolerance alone
