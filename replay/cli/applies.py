@@ -153,9 +153,9 @@ RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
     (
         ("warmup",),
         _needs(
-            lambda m: not (m.study and m.recipe == "agentx"),
-            "AgentX's warm-up is its own (10 calls per lane at max_tokens 1, then a barrier that opens each level's "
-            "window; --window counts from it)",
+            lambda m: m.recipe != "agentx",
+            "AgentX's warm-up is its own (10 calls per lane at max_tokens 1, then a barrier that opens the measured "
+            "window: a run's --duration and a sweep level's --window count from it)",
         ),
     ),
     (

@@ -65,7 +65,7 @@ REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]
         [[]],
         [["--recipe", "agentx"], ["--recipe", "aa-agentperf"]],
     ),
-    (("sweep",), ["--warmup", "5s"], [["--recipe", "agentx"]], [[], ["--recipe", "aa-agentperf"]]),
+    (RUN_SWEEP, ["--warmup", "5s"], [["--recipe", "agentx"]], [[], ["--recipe", "aa-agentperf"]]),
     (RUN, ["--idle-cap", "5"], [["--tool-time", "none"]], [[]]),
     (RUN, ["--ramp-up", "2"], [["--arrivals", "poisson:1"]], [[]]),
     (RUN, ["--ray-listen", "127.0.0.1"], [[]], [["--ray", "auto"]]),
