@@ -28,7 +28,7 @@ import orjson
 
 
 class Builder(Protocol):
-    """What the digest reads of the loader's message builder (``workload.trajectory.MessageBuilder``)."""
+    """What the digest reads of the loader's message builder (``workload.messages.MessageBuilder``)."""
 
     @property
     def renders_as_recorded(self) -> bool: ...
@@ -50,7 +50,7 @@ def _small(value: Any) -> bytes:
 
 
 def trajectory_digest(traj: Any, messages: Sequence[Sequence[bytes]], truncations: Sequence[int | None]) -> bytes:
-    """The digest of one parsed trajectory (``workload.trajectory.Trajectory``; this module sits below it);
+    """The digest of one parsed trajectory (``workload.format_v1.Trajectory``; this module sits below it);
     ``messages``: per turn, the recorded messages' bytes (``recorded``);
     ``truncations``: per turn, ``truncate_to`` as recorded (padding moves it by the head it adds)."""
     h = hashlib.sha256()

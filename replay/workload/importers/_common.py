@@ -18,9 +18,10 @@ from typing import Any
 import orjson
 
 from replay.errors import ReplayError
+from replay.workload.format_v1 import FORMAT_V1
 from replay.workload.images import PLACEHOLDER, from_wire
+from replay.workload.messages import message_tokens, output_as_message
 from replay.workload.tokens import REPLY_PRIMING_TOKENS, count_tokens, get_tokenizer
-from replay.workload.trajectory import FORMAT_V1, message_tokens, output_as_message
 
 # --------------------------------------------------------------------------------------------- errors
 
