@@ -30,7 +30,8 @@ from replay.workload.importers import (
     tracelab,
     weka,
 )
-from replay.workload.importers._common import Imported, ImportFailure, Refused, read_json
+from replay.workload.importers._delta import Imported
+from replay.workload.importers._source import ImportFailure, Refused, read_json
 from replay.workload.tokens import get_tokenizer
 from replay.workload.trajectory import FORMAT_V1, MessageBuilder, TrajectoryError, parse_lines
 

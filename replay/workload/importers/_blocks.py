@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.workload.filler_words import vocabulary
-from replay.workload.importers._common import Call, common_prefix, make_output
+from replay.workload.importers._delta import Call, common_prefix
+from replay.workload.importers._messages import make_output
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 

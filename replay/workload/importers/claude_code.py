@@ -29,16 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    Refused,
-    Src,
-    build_trajectory,
-    content_text,
-    iter_jsonl,
-    prompt_estimates,
-)
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import content_text, prompt_estimates
+from replay.workload.importers._source import Refused, Src, iter_jsonl
 from replay.workload.importers.claude_code_conversation import Conversation, read_conversation
 
 FORMAT = "claude-code"

@@ -14,19 +14,15 @@ from typing import Any
 
 import orjson
 
-from replay.workload.importers._common import (
-    Call,
-    Src,
+from replay.workload.importers._delta import Call
+from replay.workload.importers._messages import (
     assistant_message,
     content_text,
     make_output,
-    member,
     message_content,
-    parse_time,
-    seconds_between,
-    unix_seconds,
     usage_figures,
 )
+from replay.workload.importers._source import Src, member, parse_time, seconds_between, unix_seconds
 
 SPAWN_TOOLS = ("Task", "Agent")
 Stamp = datetime | float | None  # a line's time, as parse_time reads it

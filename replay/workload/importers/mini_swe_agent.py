@@ -22,21 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from replay.histogram import percentile
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    Refused,
-    Src,
-    assistant_message,
-    build_trajectory,
-    content_text,
-    make_output,
-    member,
-    number,
-    read_json,
-    tool_calls,
-    usage_figures,
-)
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import assistant_message, content_text, make_output, tool_calls, usage_figures
+from replay.workload.importers._source import Refused, Src, member, number, read_json
 
 FORMAT = "mini-swe-agent"
 DISCARDED = "FormatError"  # the interrupt whose model call mini-swe-agent threw away

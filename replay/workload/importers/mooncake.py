@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from replay.workload.importers._blocks import BlockRequest, BlockText, block_calls
-from replay.workload.importers._common import Imported, PrefixSessions, Refused, Src, build_trajectory, iter_jsonl
+from replay.workload.importers._delta import Imported, build_trajectory
+from replay.workload.importers._sessions import PrefixSessions
+from replay.workload.importers._source import Refused, Src, iter_jsonl
 
 FORMAT = "mooncake"
 DEFAULT_BLOCK_SIZE = 512

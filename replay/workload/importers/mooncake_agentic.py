@@ -28,17 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from replay.workload import images
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    Refused,
-    Src,
-    build_trajectory,
-    iter_jsonl,
-    make_output,
-    number,
-    tool_calls,
-)
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import make_output, tool_calls
+from replay.workload.importers._source import Refused, Src, iter_jsonl, number
 from replay.workload.importers.openai_log import chat_message
 
 FORMAT = "mooncake-agentic"

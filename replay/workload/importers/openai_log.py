@@ -23,23 +23,23 @@ from typing import Any
 
 import orjson
 
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    PrefixSessions,
-    Refused,
-    Src,
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import (
     assistant_message,
-    build_trajectory,
-    iter_jsonl,
     make_output,
     message_content,
+    tool_calls,
+    usage_figures,
+)
+from replay.workload.importers._sessions import PrefixSessions
+from replay.workload.importers._source import (
+    Refused,
+    Src,
+    iter_jsonl,
     number,
     parse_time,
     seconds_between,
-    tool_calls,
     unix_seconds,
-    usage_figures,
 )
 
 FORMAT = "openai-log"

@@ -20,23 +20,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.workload.importers._common import (
-    Call,
-    Imported,
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import assistant_message, content_text, make_output, tool_calls, usage_figures
+from replay.workload.importers._source import (
     ImportFailure,
     Refused,
     Src,
-    assistant_message,
-    build_trajectory,
-    content_text,
     iter_jsonl,
-    make_output,
     member,
     parse_time,
     read_json,
     seconds_between,
-    tool_calls,
-    usage_figures,
 )
 
 FORMAT = "openhands"

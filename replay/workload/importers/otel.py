@@ -34,18 +34,9 @@ from typing import Any
 
 import orjson
 
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    ImportFailure,
-    Refused,
-    Src,
-    build_trajectory,
-    make_output,
-    member,
-    number,
-    read_json,
-)
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import make_output
+from replay.workload.importers._source import ImportFailure, Refused, Src, member, number, read_json
 from replay.workload.importers.otel_messages import Converter, indexed, structured, tool_definitions
 
 FORMAT = "otel"

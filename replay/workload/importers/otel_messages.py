@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 
 from replay.workload import images
-from replay.workload.importers._common import Src, make_output
+from replay.workload.importers._messages import make_output
+from replay.workload.importers._source import Src
 from replay.workload.importers.openai_log import chat_message
 
 

@@ -21,19 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    Refused,
-    Src,
-    assistant_message,
-    build_trajectory,
-    content_text,
-    make_output,
-    number,
-    read_json,
-    tool_calls,
-)
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import assistant_message, content_text, make_output, tool_calls
+from replay.workload.importers._source import Refused, Src, number, read_json
 
 FORMAT = "swe-agent"
 

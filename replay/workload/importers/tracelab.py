@@ -35,18 +35,9 @@ from typing import Any
 import orjson
 
 from replay.workload.importers._blocks import BlockText
-from replay.workload.importers._common import (
-    Call,
-    Imported,
-    ImportFailure,
-    Refused,
-    Src,
-    build_trajectory,
-    make_output,
-    number,
-    parse_time,
-    unix_seconds,
-)
+from replay.workload.importers._delta import Call, Imported, build_trajectory
+from replay.workload.importers._messages import make_output
+from replay.workload.importers._source import ImportFailure, Refused, Src, number, parse_time, unix_seconds
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 FORMAT = "tracelab"

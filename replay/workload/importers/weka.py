@@ -20,15 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from replay.workload.importers._blocks import BlockRequest, BlockText, block_calls
-from replay.workload.importers._common import (
-    Imported,
-    Refused,
-    Src,
-    build_trajectory,
-    parse_time,
-    read_json,
-    unix_seconds,
-)
+from replay.workload.importers._delta import Imported, build_trajectory
+from replay.workload.importers._source import Refused, Src, parse_time, read_json, unix_seconds
 
 FORMAT = "weka"
 
