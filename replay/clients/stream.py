@@ -9,22 +9,36 @@ flavour cannot understand marks the stream ``malformed``, and a flavour's own bu
 same way, so a call always ends as one classified record.
 
 Interpretation is a generator that yields every ``YIELD_BYTES`` of input, so the transport can let the event loop
-run other streams while a huge answer is read.
+run other streams while a huge answer is read. What a stream said and the flavour's reader are in ``stream_state``,
+the byte counts of plain deltas in ``plain_deltas``; their names are imported from here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from replay.clients import delta_template
+from replay.clients.plain_deltas import FIRST_NOT_PLAIN, plain_count, plain_events, templated
 from replay.clients.sse import parse_block, regions, split_region, without_bom
+from replay.clients.stream_state import ANSWER, NONE, REASONING, StreamReader, StreamState
 from replay.clients.usage import Usage, excerpt
 
-NONE, REASONING, ANSWER = 0, 1, 2  # what an event carries
+__all__ = [  # the stream's kinds, state and reader, and the plain deltas' counts are imported from here too
+    "ANSWER",
+    "FIRST_NOT_PLAIN",
+    "NONE",
+    "REASONING",
+    "StreamReader",
+    "StreamState",
+    "interpret",
+    "interpret_steps",
+    "plain_count",
+    "plain_events",
+    "templated",
+]
+
 YIELD_BYTES = 1 << 20
 # Byte scans make several passes over an event; past this size one JSON decode (a single pass) is cheaper.
 BIG_EVENT = 1 << 20
@@ -33,133 +47,6 @@ SPLIT_BYTES = 2048
 PEEL_LAST = 3  # a stream's last events: the finish reason, the usage, ``[DONE]``
 MIN_RUN = 8  # reads of token deltas at least, for ``_one_per_read``
 BATCH_REGIONS = 64  # regions (reads) classified together by ``_batch``
-
-
-@dataclass(slots=True)
-class StreamState:
-    """What a stream said, as its events were classified."""
-
-    first_token: float | None = None
-    first_answer: float | None = None
-    last_token: float | None = None
-    events: int = 0  # token-bearing events
-    chunks: list[float] = field(default_factory=list)  # flat [dt, n, ...]: token-bearing reads after t_sent
-    usage_parts: list[Any] = field(default_factory=list)  # the usage objects as the host sent them, in order
-    usage: Usage | None = None  # checked counts, made by the flavour at the end
-    finish_reason: str | None = None
-    ended: bool = False  # the flavour's end-of-stream marker was seen
-    error: str | None = None  # the host said the call failed (an error event)
-    malformed: str | None = None  # the first event that could not be understood
-    served: dict[str, Any] = field(default_factory=dict)  # what the host says about itself (model, tier, ...)
-    timings: Any = None  # server-side timings the host sent
-    speculation: dict[str, int] | None = None  # accepted and drafted tokens, drafts, as the host reported them
-    response_id: str | None = None
-    text: list[str] | None = None  # answer text, when collected (live history, --check-answers)
-    reasoning_text: list[str] | None = None
-    # Tool calls as streamed, by the host's index: id, name and argument pieces. Always kept: their events are
-    # decoded whatever the mode (no fast path counts them), so keeping them costs nothing more. Live history sends
-    # them back; the answer checks judge them.
-    calls: dict[Any, dict[str, Any]] | None = None
-    notes: list[str] = field(default_factory=list)  # host values left out (implausible numbers), and why
-
-    def add(self, t: float, t_sent: float, n: int, answer: bool) -> None:
-        """Account ``n`` token-bearing events that arrived in the read at ``t``."""
-        if self.ended:
-            self.bad("tokens after the end of the stream")
-        self.events += n
-        if self.first_token is None:
-            self.first_token = t
-        if answer and self.first_answer is None:
-            self.first_answer = t
-        self.last_token = t
-        dt = round((t - t_sent) * 1e6) / 1e6  # to the µs, exactly as ``add_reads`` rounds in bulk
-        if self.chunks and self.chunks[-2] == dt:
-            self.chunks[-1] += n
-        else:
-            self.chunks += (dt, n)
-
-    def add_reads(self, times: Sequence[float], t_sent: float) -> None:
-        """``add(t, t_sent, 1, True)`` for each of ``times`` (non-decreasing), in one go."""
-        if not times:
-            return
-        if self.ended:
-            self.bad("tokens after the end of the stream")
-        self.events += len(times)
-        if self.first_token is None:
-            self.first_token = times[0]
-        if self.first_answer is None:
-            self.first_answer = times[0]
-        self.last_token = times[-1]
-        dts = np.rint((np.asarray(times) - t_sent) * 1e6) / 1e6  # (``round(x, 6)`` is 8x slower)
-        starts = np.flatnonzero(np.diff(dts, prepend=np.nan) != 0)  # reads within one µs share a chunk
-        counts = np.diff(starts, append=dts.size).tolist()
-        values = dts[starts].tolist()
-        ch = self.chunks
-        if ch and ch[-2] == values[0]:
-            ch[-1] += counts[0]
-            values, counts = values[1:], counts[1:]
-        flat: list[float] = [0.0] * (2 * len(values))
-        flat[0::2] = values
-        flat[1::2] = counts
-        ch += flat
-
-    def bad(self, problem: str, data: bytes | str = b"") -> None:
-        """Note the first thing that could not be understood (the call then fails as ``malformed_stream``)."""
-        if self.malformed is None:
-            self.malformed = f"{problem}: {excerpt(data, 120)}" if data else problem
-
-    def collect(self, answer: bool, text: Any) -> None:
-        if isinstance(text, str):  # both lists are made together when the text is collected (live history)
-            collected = self.text if answer else self.reasoning_text
-            if collected is not None:
-                collected.append(text)
-
-    def call_part(self, index: Any, call_id: Any = None, name: Any = None, arguments: Any = None) -> None:
-        """A piece of a streamed tool call: its id and name when they come, its arguments in pieces."""
-        if self.calls is None:
-            self.calls = {}
-        key = index if isinstance(index, int | str) else repr(index)[:40]  # whatever the host sent as its index
-        call = self.calls.setdefault(key, {"id": None, "name": "", "pieces": []})
-        if isinstance(call_id, str) and call_id:
-            call["id"] = call_id[:200]
-        if isinstance(name, str) and name and not call["name"]:
-            call["name"] = name[:200]
-        if isinstance(arguments, str) and arguments:
-            call["pieces"].append(arguments)
-
-    def call_streamed(self, index: Any) -> bool:
-        """Whether argument pieces of this call came before (a host that also sends them whole at the end)."""
-        key = index if isinstance(index, int | str) else repr(index)[:40]
-        return bool(self.calls and key in self.calls and self.calls[key]["pieces"])
-
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The collected tool calls, OpenAI-shaped, in the stream's order."""
-        return [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "".join(c["pieces"])}}
-            for c in (self.calls or {}).values()
-        ]
-
-
-class StreamReader:
-    """How one API flavour reads its stream. Subclasses override what their format needs."""
-
-    def plain_tokens(self, region: bytes) -> int | None:
-        """Answer tokens in a region of complete events if every event is a plain answer delta, else None."""
-        return None
-
-    EMPTY_DELTA: bytes | None = None  # the bytes of an empty plain delta, as ``plain_tokens`` discounts them
-
-    def scan(self, name: bytes | None, data: bytes) -> int | None:
-        """What an ordinary event carries, from its bytes alone (NONE / REASONING / ANSWER); None: decode it."""
-        return None
-
-    def decode(self, st: StreamState, name: bytes | None, data: bytes) -> int:
-        """Decode one event, keep the figures it carries, and say what it carried."""
-        raise NotImplementedError
-
-    def finish(self, st: StreamState, tail: bytes) -> None:
-        """After the last event: build ``st.usage`` from ``st.usage_parts`` and judge whether the stream ended."""
-        raise NotImplementedError
 
 
 def interpret_steps(
@@ -264,79 +151,6 @@ def _one_per_read(
         lo = end
         yield st
     return lo
-
-
-def plain_count(reader: StreamReader, region: bytes) -> int | None:
-    """Answer tokens in a region of complete events if every event is a plain answer delta, else None."""
-    counted = plain_events(reader, region)
-    return None if counted is None else counted[1]
-
-
-def plain_events(reader: StreamReader, region: bytes) -> tuple[int, int] | None:
-    """(events, answer tokens) of a region of complete events if every event is a plain answer delta, else None."""
-    if reader.EMPTY_DELTA is not None:
-        found = templated(region, reader)
-        if found is not None:
-            return None if found is FIRST_NOT_PLAIN else found  # (the flavour's count would fail too)
-    last = region.rfind(b"\n\n")
-    if last >= 0 and reader.plain_tokens(region[last + 2 :]) is None:
-        return None  # the last event is no plain delta (a stream's end): no need to count the whole region
-    if b"event: error\n" in region or b"event:error\n" in region:
-        return None  # an error event, whatever its data: decoded
-    n = reader.plain_tokens(region)
-    events = region.count(b"\n\n") + 1
-    # The byte counts judge events that are JSON; whether they are is one parse of them all (in C), not a decode each
-    return None if n is None or not delta_template.json_objects(region, events) else (events, n)
-
-
-FIRST_NOT_PLAIN = (-1, -1)  # ``templated``: the region's first event is no plain delta, so neither is the region
-
-
-def templated(region: bytes, reader: StreamReader) -> tuple[int, int] | None:
-    """(events, tokens) in ``region`` when its events are copies of its first event, a plain delta (as both the
-    flavour's ``plain_tokens`` and its full decode judge it), that differ only in their text, else None
-    (``delta_template``: a few vectorised passes where the flavour's own count needs a dozen). ``FIRST_NOT_PLAIN``
-    when the first event is no plain delta (nor then the region)."""
-    if reader.EMPTY_DELTA is None:  # a flavour without an empty delta has no template (``plain_events`` asks first)
-        return None
-    key = reader.EMPTY_DELTA[:-1]
-    first_end = region.find(b"\n\n")
-    if first_end < 0:
-        return None  # one event: the flavour's own count is as cheap
-    first = region[:first_end]
-    split = delta_template.split(first, key)
-    if split is None or not _plain_framing(reader, first, *split):
-        return FIRST_NOT_PLAIN
-    return delta_template.copies(region, key, split[0], split[1])
-
-
-def _plain_framing(reader: StreamReader, first: bytes, head: bytes, tail: bytes, has_text: bool) -> bool:
-    """``_plain_event`` of an event with this framing. What a decode finds in a delta depends on its framing and on
-    whether its text is empty, not on the text (a valid JSON string: ``templated`` checks every one), so each
-    framing is judged once: a stream's slices share it, and so do a host's streams."""
-    key = (type(reader), head, tail, has_text)
-    known = _FRAMINGS.get(key)
-    if known is None:
-        if len(_FRAMINGS) >= 512:
-            _FRAMINGS.clear()
-        known = _FRAMINGS[key] = _plain_event(reader, first, has_text)
-    return known
-
-
-_FRAMINGS: dict[tuple[type, bytes, bytes, bool], bool] = {}
-
-
-def _plain_event(reader: StreamReader, event: bytes, has_text: bool) -> bool:
-    """Whether one event is a plain delta both by the flavour's byte counts and by its full decode."""
-    if reader.plain_tokens(event) != int(has_text):
-        return False
-    parsed = parse_block(event)
-    if parsed is None or parsed[0] == b"error":
-        return False
-    st = StreamState()
-    kind = reader.decode(st, *parsed)
-    figures = (st.malformed, st.error, st.finish_reason, st.timings, st.ended, st.usage_parts, st.speculation)
-    return kind == (ANSWER if has_text else NONE) and figures == (None, None, None, None, False, [], None)
 
 
 def _batch(reader: StreamReader, st: StreamState, batch: list[tuple[bytes, float]], t_sent: float) -> None:
