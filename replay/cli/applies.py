@@ -210,7 +210,7 @@ def given(ctx: click.Context) -> set[str]:
 
 
 def mode_of(command: str, opts: dict[str, Any]) -> Mode:
-    from replay.cli.run_options import SIM_HOST, host_values
+    from replay.cli.run_specs import SIM_HOST, host_values
 
     hosts = host_values(opts)
     sims = [h for h in hosts if h is None or h.strip() == "sim" or h.strip().startswith(SIM_HOST)]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from replay.cli import run_options
+from replay.cli import run_options, run_specs
 from replay.cli.options import parse_bytes, parse_duration
 
 if TYPE_CHECKING:
@@ -130,10 +130,10 @@ def _specs(opts: dict[str, Any], force_output_length: bool) -> tuple[RunSpec, Ru
         max_bytes = parse_bytes(opts["max_response_bytes"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-response-bytes") from None
-    hosts = run_options.host_values(opts)
+    hosts = run_specs.host_values(opts)
     if len(hosts) > 1:
         raise click.BadParameter("one host to probe", param_hint="--host")
-    url, sim_profile = run_options.resolve_host(hosts[0], opts["sim_profile"])  # sim:PROFILE is the embedded one
+    url, sim_profile = run_specs.resolve_host(hosts[0], opts["sim_profile"])  # sim:PROFILE is the embedded one
     opts["host"], opts["sim_profile"] = url, sim_profile
     base = RunSpec(host=opts["host"], model=opts["model"], api=opts["api"], api_key_env=opts["api_key_env"],
                    dialect=opts["dialect"], hosts_file=opts["hosts_file"], force_output_length=force_output_length,

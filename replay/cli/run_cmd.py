@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from replay.cli import run_options, study_options
+from replay.cli import run_options, run_specs, study_options
 from replay.cli.recipe_options import RECIPE
 
 
@@ -59,7 +59,7 @@ def run(
     if resume and out and out != resume:
         raise click.BadParameter("--resume writes into the run it resumes: give --out the same file or leave it out",
                                  param_hint="--out")  # fmt: skip
-    if len(run_options.host_values(opts)) > 1:  # hosts side by side: replay.cli.hosts_run
+    if len(run_specs.host_values(opts)) > 1:  # hosts side by side: replay.cli.hosts_run
         if resume:
             raise click.BadParameter("one host to resume a run", param_hint="--resume")
         from replay.cli.hosts_run import run_hosts
@@ -69,7 +69,7 @@ def run(
         if len(opts.get(name) or ()) > 1:
             flag = "--" + name.replace("_", "-")
             raise click.BadParameter(f"given {len(opts[name])} times for one host", param_hint=flag)
-    spec = run_options.spec_from(opts, trajectories, resume or out)
+    spec = run_specs.spec_from(opts, trajectories, resume or out)
     spec.progress, spec.resume = not quiet, bool(resume)
     where = spec.host or f"embedded simulated host (profile {spec.sim_profile})"  # as given (before it is resolved)
     try:

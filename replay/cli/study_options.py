@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from replay.cli import run_options
+from replay.cli import run_specs
 from replay.cli.options import parse_duration
 
 STUDY_ONLY = ("window", "warmup")  # a study's own: each level's steady window and warm-up (RealRunner sets them)
@@ -144,13 +144,13 @@ def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
     from replay.studies.side_by_side import Target
 
     run_opts = {k: v for k, v in opts.items() if k not in STUDY_ONLY}  # a level's stop and window are the study's
-    specs = run_options.specs_from(run_opts, trajectories)
+    specs = run_specs.specs_from(run_opts, trajectories)
     try:
         for spec in specs:  # before the workload is read or a level runs: a bad host or option is one line
             check_spec(spec)
     except RunError as exc:
         raise click.ClickException(str(exc)) from None
-    labels = [run_options.host_label(h, opts) for h in run_options.host_values(opts)]
+    labels = [run_specs.host_label(h, opts) for h in run_specs.host_values(opts)]
     hws = hardware(opts, specs)
     specs = [with_hardware(s, hw) for s, hw in zip(specs, hws, strict=True)]
     return [Target(lab, s, hw) for lab, s, hw in zip(labels, specs, hws, strict=True)]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
-from replay.cli.run_options import resolve_host
+from replay.cli.run_specs import resolve_host
 from replay.cli.study_options import parse_levels
 from replay.records.reader import read_run
 from tests.support.trajectories import simple_turns, write_trajectory
