@@ -115,5 +115,5 @@ class TaskOrder:
 
 
 def run_nonce(load: LoadConfig) -> str | None:
-    """The nonce of the run's tags (replay.sessions.session._salted): given, or fresh; None without tags."""
+    """The nonce of the run's tags (replay.sessions.agent._salted): given, or fresh; None without tags."""
     return (load.salt_nonce or uuid.uuid4().hex[:12]) if load.salt_tasks else None

@@ -28,9 +28,9 @@ from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, drain, run_checks, until_stop
 from replay.records.run_file import RecordSink, RequestRecord, TaskRecord
+from replay.sessions.agent import SessionContext
 from replay.sessions.lanes import LaneRuntime
 from replay.sessions.rate_limit import RateLimit
-from replay.sessions.session import SessionContext
 from replay.workload.trajectory import Workload
 
 Job = Callable[[], Coroutine[Any, Any, None]]

@@ -27,7 +27,7 @@ from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
 from replay.records.run_file import RequestRecord
-from replay.sessions.session import _salted
+from replay.sessions.agent import _salted
 from replay.workload.history import HistoryPolicy
 from replay.workload.tokens import get_tokenizer
 from replay.workload.trajectory import Message, MessageBuilder

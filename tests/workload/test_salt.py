@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from replay.sessions.session import _salted
+from replay.sessions.agent import _salted
 from replay.workload.history import HistoryPolicy
 from replay.workload.tokens import get_tokenizer
 from replay.workload.trajectory import MessageBuilder
