@@ -26,7 +26,7 @@ from replay.records.run_file import RequestRecord
 from replay.sim.core.engine import FINISHED, EngineCore, Seq, SimEngine, Step
 from replay.sim.core.profiles import SimProfile
 from replay.sim.core.prompt import WireIds
-from replay.sim.server.dialects import Dialect
+from replay.sim.server.dialect_base import Dialect
 from replay.sim.server.errors import error_body, overflow_body
 from replay.sim.wire.openai import piece_text
 from replay.workload.trajectory import Message

@@ -19,7 +19,7 @@ import orjson
 from aiohttp import web
 
 from replay.sim.core.engine import Seq, SimEngine
-from replay.sim.server.dialects import Dialect
+from replay.sim.server.dialect_base import Dialect
 from replay.sim.server.errors import error_body
 from replay.sim.server.exchange import Counts, Exchange, Timings
 from replay.sim.server.requests import SimRequest

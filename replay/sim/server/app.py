@@ -31,7 +31,8 @@ from replay.sim.core.profiles import SimProfile, get_profile
 from replay.sim.core.prompt import PromptTokenizer, count_images
 from replay.sim.server.answer import Job, complete, speculation_of, stream
 from replay.sim.server.arrivals import ARRIVALS, forget_arrival, stamp_arrivals
-from replay.sim.server.dialects import ROUTER_METADATA_HEADERS, Dialect, get_dialect
+from replay.sim.server.dialect_base import Dialect
+from replay.sim.server.dialects import ROUTER_METADATA_HEADERS, get_dialect
 from replay.sim.server.errors import error_body, fault_body, overflow_body, previous_not_found
 from replay.sim.server.exchange import PRIMARY, Exchange
 from replay.sim.server.faults import FaultPlan, FaultSpec, http_status

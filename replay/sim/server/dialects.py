@@ -4,31 +4,22 @@
 first and on the last chunk, where reasoning text goes, how usage looks and where it rides), the response
 headers, SSE comments and the wording of errors (``errors``). Server timings it reports come from the
 engine's truth (``Timings``), and ``reported_timings`` is exactly what it put on the wire, so the truth log
-can hold it. Sources: /work/shared/PROVIDERS.md, section per provider; docs/simulated-host.md has a table.
+can hold it. The default stream and the hooks each dialect overrides are ``dialect_base``'s. Sources:
+/work/shared/PROVIDERS.md, section per provider; docs/simulated-host.md has a table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from replay.sim.server.exchange import PRIMARY, Counts, Exchange, Timings, spec_meta
+from replay.sim.server.dialect_base import Dialect, openai_usage
+from replay.sim.server.exchange import PRIMARY, Counts, Exchange, Timings
 from replay.sim.server.ratelimits import RateLimits
 
 # Prices of the OpenRouter dialect's usage.cost (USD per token): uncached input, cached input, output.
 OPENROUTER_PRICES = (0.5e-6, 0.05e-6, 1.5e-6)
 # The request headers that opt in to OpenRouter's router metadata (its guide names both).
 ROUTER_METADATA_HEADERS = ("x-openrouter-experimental-metadata", "x-openrouter-metadata")
-
-
-def openai_usage(c: Counts) -> dict[str, Any]:
-    """The OpenAI chat usage object."""
-    return {
-        "prompt_tokens": c.prompt,
-        "completion_tokens": c.output,
-        "total_tokens": c.prompt + c.output,
-        "prompt_tokens_details": {"cached_tokens": c.cached},
-        "completion_tokens_details": {"reasoning_tokens": c.reasoning},
-    }
 
 
 def _seconds(t: float) -> float:
@@ -47,61 +38,6 @@ def anthropic_tier(x: Exchange) -> str:
     """Anthropic's usage.service_tier: an account with Priority Tier capacity whose overflow (the fallback
     route) is served at ``standard``, as ``service_tier: auto`` does; ``standard_only`` asks for standard."""
     return "standard" if x.fallback or x.tier == "standard_only" else "priority"
-
-
-class Dialect:
-    """The default: today's plain OpenAI-compatible stream (vLLM-like), nothing added."""
-
-    name = "default"
-    reasoning_fields: tuple[str, ...] = ("reasoning_content",)  # () = reasoning is not streamed
-    usage_always = False  # top-level usage is sent even when the request did not ask for it
-    usage_on_finish = False  # usage rides on the finish_reason chunk instead of a chunk of its own
-    timings_in_usage = False  # the server timings it reports are fields of the usage object
-    headers_at_first_token = False  # streamed headers wait for the first token (they carry its figures)
-    comment = b""  # an SSE comment sent before and during generation
-    errors = "default"  # error wording: default | openai | vllm | llamacpp | openrouter
-    done_after_error = True  # a mid-stream error frame is followed by [DONE]
-
-    def chunk_fields(self, x: Exchange) -> dict[str, Any]:
-        """Top-level fields of every chunk."""
-        return {}
-
-    def first_fields(self, x: Exchange) -> dict[str, Any]:
-        """Top-level fields of the first chunk only."""
-        return {}
-
-    def usage(self, c: Counts, t: Timings) -> dict[str, Any]:
-        return openai_usage(c)
-
-    def spec_meta(self, c: Counts) -> dict[str, int] | None:
-        """A speculating profile's per-call acceptance, on the finish chunk's ``choices[0].meta_info`` under
-        SGLang's names (the default and every OpenAI-style dialect; None: the dialect reports none per call)."""
-        return spec_meta(c.speculation)
-
-    def reported_timings(self, x: Exchange, c: Counts, t: Timings) -> dict[str, Any] | None:
-        """The server timings this dialect reports for a request (logged in the truth as ``server_timings``)."""
-        return None
-
-    def final_fields(self, x: Exchange, c: Counts, t: Timings, usage: dict[str, Any] | None) -> dict[str, Any]:
-        """Top-level fields of the finish chunk (the one with ``finish_reason``). ``usage`` is the usage this
-        dialect reports, asked for or not (None when the request gets none, as with the ``no_usage`` fault)."""
-        return {}
-
-    def headers(self, x: Exchange, limits: RateLimits, exhausted: bool = False) -> dict[str, str]:
-        """Response headers (``exhausted``: on a 429, the remaining requests read 0)."""
-        return {}
-
-    def first_token_headers(self, x: Exchange, c: Counts, t: Timings) -> dict[str, str]:
-        """Headers only known once the first token is sampled (sent then, with ``headers_at_first_token``)."""
-        return {}
-
-    def messages_usage(self, x: Exchange) -> dict[str, Any]:
-        """Extra fields of an Anthropic Messages usage object."""
-        return {}
-
-    def response_tier(self, x: Exchange) -> str:
-        """``service_tier`` of a Responses API response."""
-        return "auto"
 
 
 class OpenAI(Dialect):

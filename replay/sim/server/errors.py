@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from replay.sim.server.dialects import Dialect
+from replay.sim.server.dialect_base import Dialect
 
 _ANTHROPIC_TYPES = {
     400: "invalid_request_error",

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from replay.sim.server.dialects import Dialect, openai_usage
+from replay.sim.server.dialect_base import Dialect, openai_usage
 from replay.sim.server.errors import stream_error
 from replay.sim.server.exchange import Counts, Exchange, Timings
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay.sim.server.dialects import Dialect
+from replay.sim.server.dialect_base import Dialect
 from replay.sim.server.exchange import Counts, Exchange, Timings
 from replay.sim.wire.openai import SLOT, PieceCycle, answer_text, dumps, named, pad_text, piece_text, spoil
 
