@@ -1,9 +1,9 @@
 """Responses' WebSocket mode on the simulated host: ``GET /v1/responses`` upgraded, one ``response.create`` JSON
 message per turn, the answer's events as JSON text messages (docs/simulated-host.md, "The Responses API").
 
-Each turn goes the way an HTTP request does (``app.serve_request``: parse, route, fault, engine, truth log), with the
-message as its body and the events sent as messages instead of SSE. Turns on one socket are sequential (one response
-in flight per connection, as the guide first described it). The connection keeps its last response
+Each turn goes the way an HTTP request does (``pipeline.serve_request``: parse, route, fault, engine, truth log),
+with the message as its body and the events sent as messages instead of SSE. Turns on one socket are sequential
+(one response in flight per connection, as the guide first described it). The connection keeps its last response
 (connection-local state, so ``previous_response_id`` works with ``store: false``; a stored response is found too).
 A refusal is an ``error`` event (``{"type": "error", "status": S, "error": {...}}``: the status beside the HTTP
 error body's object; the exact shape of OpenAI's is unverified). A turn that arrives after ``ws_limit_s`` is refused
