@@ -193,17 +193,24 @@ async def stream(request: web.Request, job: Job, out: Any = None) -> web.StreamR
                     if sent == at and fault == "stall":
                         await asyncio.sleep(job.fault_param)
                     count, got = got - count, got - count  # the rest of the batch, after the fault point
-        counts = job.counts(sent)
-        closing = wire.closing(counts, seq.finish_reason, Timings.of(seq), with_usage=fault != "no_usage")
-        record.server_timings = wire.reported
-        t = time.perf_counter()
-        await response.write(closing)
-        record.done = t
-        record.finish_reason = seq.finish_reason
-        await response.write_eof()
+        await _close(response, wire, job, sent, with_usage=fault != "no_usage")
     except ConnectionResetError:  # the client went away; aiohttp's finish_response tolerates that
         record.status = "disconnected"
     return response
+
+
+async def _close(response: web.StreamResponse, wire: Any, job: Job, sent: int, with_usage: bool) -> None:
+    """The stream's closing events (the finish, and the usage unless a fault withholds it) after ``sent`` tokens;
+    the truth's end: its time, finish reason and the server timings the dialect reported."""
+    seq, record = job.seq, job.record
+    counts = job.counts(sent)
+    closing = wire.closing(counts, seq.finish_reason, Timings.of(seq), with_usage=with_usage)
+    record.server_timings = wire.reported
+    t = time.perf_counter()
+    await response.write(closing)
+    record.done = t
+    record.finish_reason = seq.finish_reason
+    await response.write_eof()
 
 
 async def _end(response: web.StreamResponse, record: TruthRecord) -> web.StreamResponse:
