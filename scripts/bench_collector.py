@@ -7,7 +7,7 @@ Prometheus counters all on, as a soak with a dashboard has them:
 - ``per-record``: what a parent did before (and a single process still does): each record decoded from its pickle,
   encoded, written and flushed, and added to every sink (``RunWriter.request``);
 - ``batched``: what the parent does now (``replay.scale.collect``): each batch of lines unpickled, scrubbed, written
-  and flushed at once and answered with the clock (``_Parent._frame``, the real code), and each worker's part
+  and flushed at once and answered with the clock (``Parent._frame``, the real code), and each worker's part
   (its sinks' accumulators of about a second of its records) merged.
 
 The records of ``--workers`` workers arrive as they would at ``--rate`` records a second in all: batches of 50 ms,
@@ -43,7 +43,7 @@ from replay.records.scrub import Scrubber  # noqa: E402
 from replay.reports.prometheus_export import PrometheusSink  # noqa: E402
 from replay.scale.channel import frame  # noqa: E402
 from replay.scale.collect import WorkerCollector, plan  # noqa: E402
-from replay.scale.workers import ShardedRun, _Parent, _Worker  # noqa: E402
+from replay.scale.parent import Parent, ShardedRun, Worker  # noqa: E402
 from replay.workload.trajectory import Workload  # noqa: E402
 
 
@@ -90,14 +90,14 @@ class _Channel:
 
 
 def batched(records: list[RequestRecord], path: Path, window_s: float, workers: int, rate: float) -> dict:
-    """CPU seconds of the parent (frames unpickled and handled by ``_Parent._frame``) and of the workers."""
+    """CPU seconds of the parent (frames unpickled and handled by ``Parent._frame``) and of the workers."""
     writer = RunWriter(path, Scrubber(["sk-not-a-real-key-0123456789"]), sink=sinks(window_s))
     job = ShardedRun(
         Workload([], [], "", ""), HostConfig("http://x", "m"), RequestOptions("m"), LoadConfig(duration_s=60.0), 1
     )
-    parent = _Parent(job, writer, LiveState())
+    parent = Parent(job, writer, LiveState())
     for w in range(workers):
-        parent.workers.append(_Worker(w, None, None, (w,), channel=_Channel()))  # type: ignore[arg-type]
+        parent.workers.append(Worker(w, None, None, (w,), channel=_Channel()))  # type: ignore[arg-type]
     frames: list[tuple[int, bytes]] = []  # (worker, frame) in arrival order
     per_batch = max(int(rate * 0.05 / workers), 1)  # a worker's records in 50 ms
     per_part = max(int(rate / workers), 1)  # ... and in a second

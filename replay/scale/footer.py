@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 
 class Worker(Protocol):
-    """What the footer reads of a worker (``replay.scale.workers``)."""
+    """What the footer reads of a worker (``replay.scale.parent``)."""
 
     index: int
     lanes: tuple[int, ...]
