@@ -14,6 +14,7 @@ from aiohttp import web
 
 from replay.clients import ws_arrivals
 from replay.clients.ws_arrivals import Arrivals, install
+from tests.support.servers import serve_route
 
 
 class _Parser:
@@ -71,17 +72,11 @@ def test_the_stamp_is_the_read_even_when_the_receiving_task_wakes_late() -> None
                     await ws.send_str(f"event {i}")
             return ws
 
-        app = web.Application()
-        app.router.add_get("/ws", serve)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
+        origin, runner = await serve_route("GET", "/ws", serve)
         stamps: list[float] = []
         woke: list[float] = []
         try:
-            async with aiohttp.ClientSession() as session, session.ws_connect(f"http://127.0.0.1:{port}/ws") as ws:
+            async with aiohttp.ClientSession() as session, session.ws_connect(f"{origin}/ws") as ws:
                 arrivals = install(ws)
                 assert arrivals is not None, "aiohttp's internals moved: WebSocket stamps fall back to wake-ups"
                 real = arrivals._parser

@@ -9,16 +9,23 @@ from typing import Any
 from aiohttp import web
 
 
-async def serve_chat(handler: Callable[[web.Request], Any]) -> tuple[str, web.AppRunner]:
-    """Serve ``handler`` at /v1/chat/completions on 127.0.0.1 (an ephemeral port); the caller cleans up."""
+async def serve_route(method: str, path: str, handler: Callable[[web.Request], Any]) -> tuple[str, web.AppRunner]:
+    """Serve ``handler`` for ``method path`` on 127.0.0.1 (an ephemeral port): its origin and the runner, which the
+    caller cleans up."""
     app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
+    app.router.add_route(method, path, handler)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return f"http://127.0.0.1:{port}/v1", runner
+    return f"http://127.0.0.1:{port}", runner
+
+
+async def serve_chat(handler: Callable[[web.Request], Any]) -> tuple[str, web.AppRunner]:
+    """Serve ``handler`` at /v1/chat/completions on 127.0.0.1 (an ephemeral port); the caller cleans up."""
+    origin, runner = await serve_route("POST", "/v1/chat/completions", handler)
+    return origin + "/v1", runner
 
 
 def read_sse(raw: bytes) -> list[dict[str, Any]]:
