@@ -100,6 +100,10 @@ def probe(
                    f"least {result.kv_tokens:,} host tokens, a bound, not a measurement; no twin written. Give a "
                    "longer --duration, or --kv-tokens N (the engine's log states it).", err=True)  # fmt: skip
         sys.exit(3)
+    if why := result.fit.untrusted():  # a twin that cannot reproduce its own probe would predict nothing
+        click.echo(f"Error: {why}; no twin written. Probe again on a quieter host, or with a longer --duration.",
+                   err=True)  # fmt: skip
+        sys.exit(3)
     _write(path, result, opts["host"], runner.model or opts["model"], opts["api"], workload, seconds)
     if as_json:
         import orjson

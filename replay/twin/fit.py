@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from replay.histogram import percentile
+from replay.histogram import US, percentile
 from replay.sim.core.profiles import SimProfile
 
 RELATIVE = 1_000_000  # relative errors held to a millionth before the histogram's 3 significant digits
@@ -113,6 +113,8 @@ class DecodePoint:
 
 OUTLIER = 0.15  # a point off by more than this, and 4 times the median error, is left out of a second fit
 KEEP = 0.7  # ... unless that would leave fewer than this share of the points
+COALESCED = 0.1  # a decode step under this share of the median one is a burst of tokens read as a step
+TRUSTED_RMS = 0.5  # a fit that misses its own points by more than this (relative rms) writes no twin
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,15 @@ class Fit:
     identified: tuple[str, ...]  # coefficients the points could tell apart from zero
     iterations: int
     left_out: tuple[int, int] = (0, 0)  # prefill and decode points the second fit left out as outliers
+
+    def untrusted(self) -> str | None:
+        """Why no twin should be written from this fit (it misses its own points by far), or None."""
+        rms = max(self.prefill_rms, self.decode_rms)
+        if rms <= TRUSTED_RMS:
+            return None
+        return (f"the fit misses its own points by {100 * self.prefill_rms:.0f} % (TTFT) and "
+                f"{100 * self.decode_rms:.0f} % (decode step) rms, over the {100 * TRUSTED_RMS:.0f} % a twin is "
+                "written with: the host's timings were too uneven to fit (a busy machine?)")  # fmt: skip
 
     def public(self) -> dict[str, object]:
         return {"coefficients": self.coefficients.public(), "prefill_rms": self.prefill_rms,
@@ -205,6 +216,9 @@ def fit(prefill: Sequence[PrefillPoint], decode: Sequence[DecodePoint], chunk: i
     without the points the first fit missed by far (a shared machine's stalls), if few enough."""
     pre = [p for p in prefill if p.ttft_s > 0]
     dec = [d for d in decode if d.step_s > 0]
+    floor = (percentile([d.step_s for d in dec], 50, US) or 0.0) * COALESCED
+    dec = [d for d in dec if d.step_s >= floor]  # tokens that arrived together, not a step: they would pull every
+    # coefficient to zero (the fit weighs relative errors, and a step read as a microsecond outweighs the rest)
     if not pre or not dec:
         raise ValueError("the fit needs at least one TTFT and one decode point")
     first = _fit(pre, dec, chunk)

@@ -22,6 +22,8 @@ MIN_DECODE_TOKENS = 8  # a call's single-stream decode speed needs this many ans
 MIN_WINDOW_STEPS = 4  # a concurrency window needs this many steps in it
 SEGMENT_TOKENS = 8  # decode steps are medians over stretches of this many tokens
 MIN_SEGMENTS = 3
+BURST = 0.1  # reads closer than this share of the mean step are one burst ...
+BURST_S = 1e-4  # ... or than this: no engine's decode step is this short
 
 
 def ok(records: Iterable[RequestRecord]) -> list[RequestRecord]:
@@ -61,29 +63,48 @@ def prefill_point(r: RequestRecord, ratio: float) -> PrefillPoint:
 
 
 def single_decode_point(r: RequestRecord, ratio: float) -> DecodePoint | None:
-    """A lone stream's step over its answer (the median gap per token: a stall of the machine moves a mean,
-    not a median), at its mean context."""
+    """A lone stream's step over its answer (the median over stretches: a stall of the machine moves a mean,
+    not a median), at its mean context. None when its answer reached the client at once (no step to time)."""
     n = r.output_tokens or 0
     if n < MIN_DECODE_TOKENS or r.t_last_token is None or r.t_first_token is None:
         return None
-    step = median_gap(r, r.t_first_token, r.t_last_token)
-    return DecodePoint(1, prompt(r, ratio) + n / 2, step or (r.t_last_token - r.t_first_token) / (n - 1))
+    mean = (r.t_last_token - r.t_first_token) / (n - 1)
+    if mean < BURST_S:  # the answer came in one burst
+        return None
+    step = median_gap(r, r.t_first_token, r.t_last_token) or mean  # too few stretches: the mean over the answer
+    return DecodePoint(1, prompt(r, ratio) + n / 2, step)
 
 
 def median_gap(r: RequestRecord, start: float, end: float) -> float | None:
-    """The time per token of ``r`` between ``start`` and ``end``, as the median over stretches of
-    ``SEGMENT_TOKENS`` tokens: tokens that reach the client in bursts average out within a stretch, and a
-    stall of the machine spoils only the stretches it falls in. None: too few stretches."""
+    """The time per token of ``r`` between ``start`` and ``end``: the median over stretches that run from one
+    burst of reads to a later one and hold at least ``SEGMENT_TOKENS`` tokens, each stretch's time over the
+    tokens that arrived in it. Reads within a tenth of the mean step (or 0.1 ms) of each other are one burst (an
+    engine that coalesces its output under load, vLLM's among them, hands over several tokens at once, each its
+    own read microseconds apart): a burst is timed by its last read, so bursts are never read as steps of zero;
+    a stall of the machine spoils only the stretch it falls in. None: too few stretches."""
     times, counts = token_times(r)
     inside = (times >= start) & (times <= end)
-    times, total = times[inside], np.cumsum(counts[inside])
-    if len(times) < 2:
+    times, counts = times[inside], counts[inside]
+    if len(times) < 2 or counts[1:].sum() < 1:
         return None
-    marks = np.arange(total[0], total[-1], SEGMENT_TOKENS)
-    if len(marks) < MIN_SEGMENTS + 1:
+    tiny = max(BURST * float(times[-1] - times[0]) / float(counts[1:].sum()), BURST_S)
+    bursts: list[list[float]] = [[float(times[0]), float(counts[0])]]
+    for t, n in zip(times[1:], counts[1:], strict=True):
+        if t - bursts[-1][0] <= tiny:
+            bursts[-1] = [float(t), bursts[-1][1] + float(n)]
+        else:
+            bursts.append([float(t), float(n)])
+    rates: list[float] = []
+    i, got = 0, 0.0
+    for j in range(1, len(bursts)):
+        got += bursts[j][1]
+        if got >= SEGMENT_TOKENS:
+            rates.append((bursts[j][0] - bursts[i][0]) / got)
+            i, got = j, 0.0
+    if len(rates) < MIN_SEGMENTS:
         return None
-    at = times[np.searchsorted(total, marks)]  # when the stream had received each mark's tokens
-    return float(percentile(np.diff(at), 50, US) or 0.0) / SEGMENT_TOKENS
+    per_stretch = percentile([SEGMENT_TOKENS * x for x in rates], 50, US)  # µs per 8 tokens: the old precision
+    return None if per_stretch is None else per_stretch / SEGMENT_TOKENS
 
 
 def token_times(r: RequestRecord) -> tuple[np.ndarray, np.ndarray]:

@@ -54,6 +54,7 @@ def test_the_twin_of_llama_server_predicts_an_unprobed_concurrency(engine, tmp_p
     # A short answer llama-server sends no text of (an unfinished UTF-8 character held back) while counting its
     # tokens is a success (its answer check says empty), no longer an error: every call succeeds.
     assert all(p.errors == 0 for p in result.phases[1:])
+    assert result.fit.untrusted() is None, result.fit.public()  # the twin reproduces its own probe
     assert result.elapsed_s <= PROBE_S + 10
     assert CONCURRENCY not in {lv["concurrency"] for lv in result.levels}
     write_twin(tmp_path / "twin.toml", result.twin_fields(), result.public())

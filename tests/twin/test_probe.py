@@ -223,6 +223,17 @@ def test_a_kv_size_the_probe_could_only_bound_is_never_written(tmp_path, monkeyp
     assert not out.exists()
 
 
+def test_a_fit_that_misses_its_own_points_writes_no_twin(tmp_path, monkeypatch):
+    """A twin is written only from a fit that reproduces the probe's own points: held to a bound of 0 here, the
+    embedded host's fit (exact to a fraction of a percent, not to zero) is refused with the figures and exit 3."""
+    monkeypatch.setattr("replay.twin.fit.TRUSTED_RMS", 0.0)
+    out = tmp_path / "twin.toml"
+    res = CliRunner().invoke(main, ["probe", "--sim-profile", "default", "--duration", "12", "--out", str(out), "-q"])
+    assert res.exit_code == 3, res.output
+    assert "the fit misses its own points by" in res.output and "no twin written" in res.output
+    assert not out.exists()
+
+
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
