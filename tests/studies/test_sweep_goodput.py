@@ -5,6 +5,7 @@ rebuilt the same by ``replay report sweep.json``."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import orjson
@@ -68,6 +69,7 @@ def test_the_table_and_the_page_show_each_levels_goodput(sweep_doc: tuple[Path, 
     pytest.importorskip("matplotlib")
     page = tmp_path / "sweep.html"
     assert CliRunner().invoke(main, ["report", str(index), "--html", str(page)]).exit_code == 0
+
     levels = page.read_text()
     levels = levels[levels.index('<section id="levels">') :]
     levels = levels[: levels.index("</section>")]
@@ -84,3 +86,15 @@ def test_a_sweep_without_a_per_call_slo_has_no_goodput_columns(tmp_path: Path) -
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     assert "calls met" not in res.output and "goodput at" not in res.output
+
+
+def test_levels_csv_carries_each_levels_goodput(sweep_doc: tuple[Path, dict], tmp_path: Path) -> None:
+    index, live = sweep_doc
+    res = CliRunner().invoke(main, ["report", str(index), "--csv", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    with open(tmp_path / "levels.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["concurrency"]) for r in rows] == [lv["concurrency"] for lv in live["levels"]]
+    for row, lv in zip(rows, live["levels"], strict=True):
+        for key in ("calls_met_share", "tasks_met_share", "output_tps", "total_tps"):
+            assert float(row[f"goodput.{key}"]) == pytest.approx(lv["goodput"][key], rel=1e-12), key
