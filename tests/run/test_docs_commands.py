@@ -32,7 +32,7 @@ FOREIGN = {
     "--unsafe-override": "agentx-harness",
     "--dist": "pytest-xdist", "--enable-prefix-caching": "vLLM", "--allow-auto-truncate": "vLLM",
     "--enable-auto-tool-choice": "vLLM", "--tool-call-parser": "vLLM", "--jinja": "llama-server",
-    "--no-jinja": "llama-server",
+    "--no-jinja": "llama-server", "--native": "py-spy",
     "--unique": "scripts/sweep.py's, named as history (when figures of docs/simulated-host.md were made)",
 }  # fmt: skip
 
