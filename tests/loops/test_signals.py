@@ -1,0 +1,53 @@
+"""graceful_signals: a signal that arrives inside the block is answered, even at its very end; after it, the
+process's own handler has it again."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from replay.loops.signals import graceful_signals
+
+
+def _inside(send: int, then_await: bool) -> tuple[list[str], int]:
+    firsts: list[str] = []
+    seconds = 0
+
+    def second() -> None:
+        nonlocal seconds
+        seconds += 1
+
+    async def body() -> None:
+        with graceful_signals(firsts.append, second):
+            if then_await:
+                await asyncio.sleep(0)
+            for _ in range(send):  # the block's last statement: nothing awaited after it
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    asyncio.run(body())
+    return firsts, seconds
+
+
+@pytest.mark.parametrize("then_await", [False, True])
+def test_a_signal_as_the_block_ends_is_answered(then_await: bool) -> None:
+    # asyncio's add_signal_handler dropped it: its byte was still unread on the self-pipe when the handler went
+    assert _inside(1, then_await) == (["SIGTERM"], 0)
+
+
+def test_later_signals_are_the_second_kind() -> None:
+    assert _inside(3, False) == (["SIGTERM"], 2)
+
+
+def test_after_the_block_the_handler_before_is_back() -> None:
+    got: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda n, _f: got.append(n))
+    try:
+        _inside(1, False)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert got == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, before)
