@@ -38,6 +38,7 @@ from replay.scale.worker_proc import WorkerJob
 from replay.workload.trajectory import Workload
 
 START_TIMEOUT_S = 120.0  # a worker imports, unpickles the workload and warms its connections within this
+CLOSE_S = 2.0  # the links' sockets closed by the loop (it takes one turn)
 EXIT_MARGIN_S = 15.0  # past the drain's grace: how long a worker's footer may take before it is killed
 
 
@@ -143,13 +144,18 @@ class Parent:
             w.channel = await open_channel(as_socket(w.conn), functools.partial(self._frame, w),
                                            functools.partial(self._lost, w))  # fmt: skip
 
-    def close(self) -> None:
-        """No worker outlives this: closed links tell them to cut and go; those that do not are killed."""
+    async def close(self) -> None:
+        """No worker outlives this: closed links tell them to cut and go; those that do not are killed. The links'
+        sockets are closed (the loop runs their close) before the wait: a worker that has sent its footer waits for
+        this end to close before it exits (replay.scale.channel.Channel.close)."""
         for w in self.workers:
             if w.channel is not None:
                 w.channel.abort()
             else:
                 w.conn.close()
+        closing = [w.channel.closed for w in self.workers if w.channel is not None]
+        if closing:
+            await asyncio.wait(closing, timeout=CLOSE_S)
         end = perf_counter() + EXIT_MARGIN_S
         for w in self.workers:
             try:

@@ -73,7 +73,7 @@ async def run_workers(
                 return parent.footer()  # nothing was sent: the workers are stopped by close()
             await _run(parent, plan.load, progress, check, extra)
     finally:
-        parent.close()
+        await parent.close()
         if parent.error:
             raise WorkerError(parent.error, parent.footer())
     return parent.footer()
