@@ -20,6 +20,7 @@ from replay.metrics.goodput import CallSlo
 from replay.metrics.recorded_timeline import TimelineTally
 from replay.metrics.summary import Window, figures, header_card, header_slo, joined, window_from
 from replay.metrics.summary_types import Summary
+from replay.records.mark_log import MarkLog
 from replay.records.run_file import RequestRecord, RunData, TaskRecord
 
 WARMUP, STEADY, AFTER = "warmup", "steady", "after"  # where a token fell
@@ -41,7 +42,7 @@ class StreamSummary:
         self.tasks: list[TaskRecord] = []
         self.timeline = TimelineTally(recorded)  # ``recorded``: header -> the workload's recorded times
         self.client: list[dict[str, Any]] = []
-        self.marks: list[dict[str, Any]] = []  # window and segment records, in file order (few)
+        self.marks = MarkLog()  # window and segment records, in file order (the windows on disk, not in memory)
         self.first_sent: float | None = None
         self.last_done: float | None = None
         self.ship_tasks = ship_tasks  # a sharded run's worker: its task records go to the parent with its part

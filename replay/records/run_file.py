@@ -25,6 +25,7 @@ import orjson
 
 from replay import clock
 from replay.errors import ReplayError
+from replay.records.mark_log import MarkLog
 from replay.records.scrub import Scrubber
 
 try:
@@ -139,7 +140,7 @@ class RunData:
     client: list[dict[str, Any]]
     footer: dict[str, Any] | None
     skipped_lines: int = 0
-    marks: list[dict[str, Any]] = field(default_factory=list)  # window and segment records, in file order
+    marks: list[dict[str, Any]] | MarkLog = field(default_factory=list)  # window and segment records, in file order
     # A resumed run: the phase marks of each segment after the first (``phases`` holds the first segment's).
     later_phases: list[dict[str, float]] = field(default_factory=list)
 
