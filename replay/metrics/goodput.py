@@ -15,7 +15,7 @@ run's segments merge exactly. It judges each call as it comes, so it needs its S
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +144,7 @@ class GoodputTally:
         t.missed = {int(task) for task in data["missed"]}
         return t
 
-    def figures(self, complete: dict[int, bool], seconds: float) -> dict[str, Any]:
+    def figures(self, complete: Mapping[int, bool], seconds: float) -> dict[str, Any]:
         """``goodput``: the shares, the counts beside them and the good throughput over the window's ``seconds``;
         ``complete``: the complete tasks (True: replayed whole from turn 0, the ones judged)."""
         if self.slo is None:

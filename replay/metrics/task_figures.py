@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.metrics.task_tables import TaskFlags
 from replay.records.run_file import TaskRecord
 
 PROJECTIONS = (2, 10)
@@ -32,7 +33,7 @@ class TaskTally:
 
     def __init__(self) -> None:
         self.n = dict.fromkeys(_COUNTS, 0)
-        self.complete: dict[int, bool] = {}
+        self.complete = TaskFlags()  # (a dict of int -> bool, in a byte a task)
         self.first_error: tuple[int, str] | None = None  # (task, error) of the lowest task whose session failed
 
     def add(self, t: TaskRecord) -> None:
@@ -80,7 +81,8 @@ class TaskTally:
         t = cls()
         if data:
             t.n.update(data["n"])
-            t.complete = {int(task): bool(whole) for task, whole in data["complete"]}
+            for task, whole in data["complete"]:
+                t.complete[int(task)] = bool(whole)
             if data.get("first_error"):
                 t.first_error = (int(data["first_error"][0]), str(data["first_error"][1]))
         return t

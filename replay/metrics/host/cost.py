@@ -14,6 +14,7 @@ in ``unpriced``). A host-reported cost (OpenRouter ``usage.cost``) is summed bes
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -117,7 +118,7 @@ def request_cost(card: dict[str, Any], rec: RequestRecord) -> float | None:
     return usd / 1e6 * float(card.get("markup") or 1.0) * premium
 
 
-def run_cost(t: CostTally, complete: dict[int, bool], card: dict[str, Any] | None) -> dict[str, Any]:
+def run_cost(t: CostTally, complete: Mapping[int, bool], card: dict[str, Any] | None) -> dict[str, Any]:
     """The run's cost figures from its tally, priced as it was gathered with ``card`` (the header's): every figure
     null without a card; a host-reported cost is summed regardless. ``complete``: the tasks that ended complete."""
     reported_usd, reported_n = t.reported

@@ -7,11 +7,12 @@ Only tasks replayed whole from turn 0 count (a warm start's task has no beginnin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
 def beside(
-    tasks_summary: dict[str, Any], complete: dict[int, bool], task_usd: dict[int, float] | None
+    tasks_summary: dict[str, Any], complete: Mapping[int, bool], task_usd: dict[int, float] | None
 ) -> dict[str, Any]:
     """``complete``: the complete tasks (True: replayed whole); ``task_usd``: each task's cost over every call of its
     tree (None: the run has no rate card)."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from replay.histogram import HIGHEST, Histogram, read_percentiles
+from replay.metrics.task_tables import TaskFirsts
 from replay.records.run_file import RequestRecord
 
 US = 1_000_000
@@ -112,7 +113,7 @@ class RecipeTally:
         self.span_end: float | None = None
         self.stats = {name: Stat(SCALES.get(name, US)) for name in STATS}
         self.slices: set[int] = set()
-        self.firsts: dict[int, tuple[float, float | None]] = {}  # task -> (intended start, TTFT from it) of 1st call
+        self.firsts = TaskFirsts()  # task -> (intended start, TTFT from it) of its first call (32 bytes a task)
 
     def add_warmup(self) -> None:
         self.counts["warmup"] += 1
@@ -224,5 +225,6 @@ class RecipeTally:
         t.calls.update(data["calls"])
         t.stats = {name: Stat.decode(data["stats"].get(name), SCALES.get(name, US)) for name in STATS}
         t.slices = set(data["slices"])
-        t.firsts = {int(task): (float(ti), ttft) for task, ti, ttft in data["firsts"]}
+        for task, ti, ttft in data["firsts"]:
+            t.firsts[int(task)] = (float(ti), ttft)
         return t
