@@ -4,7 +4,8 @@ A soak writes a window record every minute or so, each tens to hundreds of kilob
 histograms, and one entry per task that ended in it). The run's summary needs them only at the end (the figures
 over time, ``replay.metrics.windows.series``), so a ``MarkLog`` writes each window record out to a temporary file
 of its own (unlinked at once: it goes when the log does, or with the process) and keeps only where it lies; it is
-read back, as the JSON the run file holds, whenever the log is iterated. Segment records (one per resume) are few
+read back, as the JSON the run file holds, whenever the log is iterated (where no temporary file can be written, the
+record is kept in memory: the run goes on, its figures the same). Segment records (one per resume) are few
 and small and stay in memory. Before this the live run kept every window record, about 9 MB an hour at 575,000
 calls an hour (docs/benchmarks.md, "Accelerated soak memory").
 """
@@ -44,10 +45,14 @@ class MarkLog(Sequence[dict[str, Any]]):
             self._entries.append(record)
             return
         data = orjson.dumps(record)
-        fd = self._spill_fd()
-        written = 0
-        while written < len(data):  # (a regular file takes it whole; a short write is finished all the same)
-            written += os.pwrite(fd, data[written:], self._size + written)
+        try:
+            fd = self._spill_fd()
+            written = 0
+            while written < len(data):  # (a regular file takes it whole; a short write is finished all the same)
+                written += os.pwrite(fd, data[written:], self._size + written)
+        except OSError:  # no temporary space (full, read-only, gone): this one is kept in memory, as before
+            self._entries.append(orjson.loads(data))
+            return
         self._entries.append((self._size, len(data)))
         self._size += len(data)
 

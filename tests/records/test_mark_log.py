@@ -59,3 +59,15 @@ def test_run_data_hands_the_log_to_the_reports() -> None:
     stream.mark(_window(1))
     data = stream.run_data({"format": 1}, None)
     assert [m["index"] for m in data.marks if m["type"] == "window"] == [0, 1]
+
+
+def test_without_temporary_space_the_windows_are_kept_in_memory(monkeypatch: Any) -> None:
+    def full(*_a: Any, **_k: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("replay.records.mark_log.tempfile.mkstemp", full)
+    log = MarkLog()
+    for i in range(3):
+        log.append(_window(i))
+    assert log.kept_in_memory() == 3
+    assert [orjson.dumps(r) for r in log] == [orjson.dumps(_window(i)) for i in range(3)]
