@@ -11,6 +11,7 @@ summarised the same way, over the calls completed in the span and the tokens tha
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
@@ -115,30 +116,49 @@ def window_records(run: RunData) -> list[dict[str, Any]]:
     return [m for m in run.marks if m.get("type") == "window"]
 
 
-def _decoded(windows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Accumulator, Accumulator]]:
-    return [(w, Accumulator.decode(w["steady"]), Accumulator.decode(w["other"])) for w in windows]
+def _windows(run: RunData) -> Iterator[dict[str, Any]]:
+    """The run's window records one at a time (a live run's are read back from disk as they are asked for)."""
+    return (m for m in run.marks if m.get("type") == "window")
 
 
-def _tokens_in(decoded: list[tuple[dict[str, Any], Accumulator, Accumulator]], keep: Any) -> list[float]:
+def _decoded(w: dict[str, Any]) -> tuple[Accumulator, Accumulator]:
+    """A window record's two accumulators. Decoded, a window's histograms take megabytes (9 MB a window, measured:
+    docs/benchmarks.md, "Accelerated soak memory"), so a run's windows are decoded one at a time, never all at once:
+    an eight-hour soak's 480 windows held together would take gigabytes as its summary is made."""
+    return Accumulator.decode(w["steady"]), Accumulator.decode(w["other"])
+
+
+def _light(run: RunData) -> tuple[list[tuple[Hashable, list[float]]], set[int]]:
+    """What every window's figures need from all the others, read from the records without decoding their
+    histograms: each record's token sums by key (window, phase), in record order, and the tasks that missed the SLO
+    in any window (as ``Accumulator.decode`` reads them)."""
+    tokens: list[tuple[Hashable, list[float]]] = []
+    missed: set[int] = set()
+    for w in _windows(run):
+        for part in (w["steady"], w["other"]):
+            tokens += [(tuple(k) if isinstance(k, list) else k, list(v)) for k, v in part["tokens"]]
+            missed.update(int(task) for task in (part.get("goodput") or {}).get("missed", ()))
+    return tokens, missed
+
+
+def _tokens_in(tokens: list[tuple[Hashable, list[float]]], keep: Any) -> list[float]:
     """Σ tokens, over every window record, of the (window, phase) keys ``keep`` accepts: late tokens included."""
     inside = [0.0, 0.0, 0.0]
-    for _, steady, other in decoded:
-        for part in (steady, other):
-            for key, values in part.tokens.items():
-                if keep(key):
-                    inside = [a + b for a, b in zip(inside, values, strict=True)]
+    for key, values in tokens:
+        if keep(key):
+            inside = [a + b for a, b in zip(inside, values, strict=True)]
     return inside
 
 
 def rebuild(run: RunData, win: Window) -> Summary:
     """The run's summary from its window records alone (tasks, phases and client samples of ``run`` as read)."""
-    decoded = _decoded(window_records(run))
     acc = Accumulator()
-    for _, steady, other in decoded:
+    for w in _windows(run):
+        steady, other = _decoded(w)
         acc.merge(steady)
         acc.merge(other, measured=not win.steady)  # without a steady window the whole run's calls are per-call
     phases = (STEADY,) if win.steady else (WARMUP, STEADY)
-    acc.tokens = {True: _tokens_in(decoded, lambda key: key[1] in phases)}
+    acc.tokens = {True: _tokens_in(_light(run)[0], lambda key: key[1] in phases)}
     return figures(acc, win, run)
 
 
@@ -146,17 +166,20 @@ def span(run: RunData, start_s: float, end_s: float) -> Summary:
     """The summary of the windows whose middle lies in [start_s, end_s) seconds after the run's start: the calls
     that completed in them, and the tokens that fell in them."""
     t0 = run.phases.get("start", 0.0)
-    decoded = _decoded(window_records(run))
-    chosen = [d for d in decoded if start_s <= (d[0]["t_start"] + d[0]["t_end"]) / 2 - t0 < end_s]
-    if not chosen:
-        raise ValueError(f"no window of the run lies between {start_s:g} s and {end_s:g} s after its start")
-    indices = {w["index"] for w, _, _ in chosen}
     acc = Accumulator()
-    for _, steady, other in chosen:
-        acc.merge(steady)
-        acc.merge(other)
-    acc.tokens = {True: _tokens_in(decoded, lambda key: key[0] in indices)}
-    lo, hi = chosen[0][0]["t_start"], chosen[-1][0]["t_end"]
+    indices: list[int] = []
+    lo = hi = 0.0
+    for w in _windows(run):
+        if start_s <= (w["t_start"] + w["t_end"]) / 2 - t0 < end_s:
+            steady, other = _decoded(w)
+            acc.merge(steady)
+            acc.merge(other)
+            lo, hi = (w["t_start"] if not indices else lo), w["t_end"]
+            indices.append(w["index"])
+    if not indices:
+        raise ValueError(f"no window of the run lies between {start_s:g} s and {end_s:g} s after its start")
+    chosen = set(indices)
+    acc.tokens = {True: _tokens_in(_light(run)[0], lambda key: key[0] in chosen)}
     samples = [s for s in run.client if lo <= s["t"] < hi]
     part = RunData(header=run.header, requests=[], tasks=[], phases=run.phases, client=samples, footer=run.footer)
     return figures(acc, Window(lo, hi, steady=True), part)
@@ -166,16 +189,16 @@ def series(run: RunData) -> list[dict[str, Any]]:
     """Per window: its figures (calls completed in it; tokens that fell in it, late ones included). Its goodput
     judges the calls completed in it and the complete tasks that ended in it, each task by every call it made,
     whichever window that call completed in (so a task that missed in an earlier window is a miss where it ends)."""
-    decoded = _decoded(window_records(run))
-    missed = {task for _, steady, other in decoded for task in steady.goodput.missed | other.goodput.missed}
+    tokens, missed = _light(run)
     out = []
     t0 = run.phases.get("start", 0.0)
-    for w, steady, other in decoded:
+    for w in _windows(run):
+        steady, other = _decoded(w)
         acc = Accumulator()
         acc.merge(steady)
         acc.merge(other)
         acc.goodput.missed = set(missed)
-        acc.tokens = {True: _tokens_in(decoded, lambda key, i=w["index"]: key[0] == i)}
+        acc.tokens = {True: _tokens_in(tokens, lambda key, i=w["index"]: key[0] == i)}
         f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], None))
         out.append({
             "index": w["index"],

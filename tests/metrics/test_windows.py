@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import tracemalloc
 from pathlib import Path
 
 import orjson
@@ -123,3 +125,26 @@ def test_each_windows_goodput_equals_a_recount_and_the_page_draws_it(windowed: P
     section = page[page.index('<section id="windows">') :]
     section = section[: section.index("</section>")]
     assert "Goodput (--slo)" in section and "Goodput at the per-call SLO ttft&lt;=25ms" in section
+
+
+def test_a_runs_windows_are_decoded_one_at_a_time(windowed: Path) -> None:
+    """A decoded window takes megabytes (its histograms): the figures over time, the rebuild and a span decode one
+    window at a time, so their peak memory does not grow with the run's windows (all of them at once made an
+    eight-hour soak's summary take gigabytes)."""
+    _, data = summarize_file(windowed)
+    windows = [m for m in data.marks if m["type"] == "window"]
+    win = steady_window(read_run(windowed))
+
+    def peak(marks: list[dict]) -> int:
+        run = dataclasses.replace(data, marks=marks)
+        tracemalloc.start()
+        try:
+            series(run)
+            rebuild(run, win)
+            span(run, 0.0, float("inf"))
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    one, every = peak(windows[:1]), peak(windows)
+    assert len(windows) >= 4 and every < 1.6 * one, (len(windows), one, every)
