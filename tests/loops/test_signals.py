@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 
 import pytest
 
@@ -51,3 +52,28 @@ def test_after_the_block_the_handler_before_is_back() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def _loops() -> list[object]:
+    factories: list[object] = [asyncio.new_event_loop]
+    try:
+        import uvloop
+    except ImportError:
+        return factories
+    return [*factories, uvloop.new_event_loop]
+
+
+@pytest.mark.parametrize("factory", _loops())
+def test_a_signal_to_an_idle_loop_wakes_it(factory: object) -> None:
+    """Python runs the handler between two bytecodes: a loop asleep in its poll (uvloop's, in C, too) is woken."""
+    firsts: list[str] = []
+
+    async def body() -> None:
+        woken = asyncio.Event()
+        with graceful_signals(lambda name: (firsts.append(name), woken.set()), lambda: None):
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            await asyncio.wait_for(woken.wait(), 30)  # fails (TimeoutError) only if the signal is never answered
+
+    with asyncio.Runner(loop_factory=factory) as runner:  # type: ignore[arg-type]
+        runner.run(body())
+    assert firsts == ["SIGTERM"]
