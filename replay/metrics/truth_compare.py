@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from replay.errors import ReplayError
-from replay.histogram import US, percentile, percentiles
+from replay.histogram import US, SignedHistogram, percentile, percentiles
 from replay.records.run_file import RequestRecord
 
 
@@ -107,6 +107,42 @@ def _spread(values: list[float] | np.ndarray) -> dict[str, float | int | None]:
     return {**percentiles(a, (50, 95, 99), US), "max": float(a.max()), "bias": percentile(v, 50, US), "n": int(v.size)}
 
 
+class _Deviations:
+    """Deviations of every token (millions in a long run's compared calls) as ``_spread`` reads them, in bounded
+    memory: gathered in batches into histograms (the one percentile method's, so the same figures), not held.
+    Held whole, 1.5 million token deviations took 108 MB at the percentiles (measured), more the longer the answers."""
+
+    BATCH = 1 << 16
+
+    def __init__(self) -> None:
+        self.magnitude, self.signed = SignedHistogram(), SignedHistogram()
+        self.parts: list[np.ndarray] = []
+        self.held = self.n = 0
+        self.max = 0.0
+
+    def add(self, v: np.ndarray) -> None:
+        self.parts.append(v)
+        self.held += v.size
+        if self.held >= self.BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.parts:
+            v = np.concatenate(self.parts)
+            a = np.abs(v)
+            self.magnitude.record_many(a, US)
+            self.signed.record_many(v, US)
+            self.max, self.n = max(self.max, float(a.max())) if a.size else self.max, self.n + int(v.size)
+            self.parts, self.held = [], 0
+
+    def spread(self) -> dict[str, float | int | None]:
+        self._flush()
+        if not self.n:
+            return _spread([])
+        points = {f"p{p}": self.magnitude.percentile(p, US) for p in (50, 95, 99)}
+        return {**points, "max": self.max, "bias": self.signed.percentile(50, US), "n": self.n}
+
+
 def _dist(values: list[float]) -> dict[str, float | int | None]:
     mean = float(np.mean(values)) if len(values) else None  # the parts' means add up to the whole's (_host_split)
     return {**percentiles(values, (50, 95), US), "mean": mean, "n": len(values)}
@@ -147,8 +183,7 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
     times are compared where the client saw one event per token the host wrote (the sim's wire format).
     """
     ttft: list[float] = []
-    token_parts: list[np.ndarray] = []
-    itl_parts: list[np.ndarray] = []
+    tokens, itl = _Deviations(), _Deviations()
     matched = ok = output_equal = cached_equal = cached_known = aligned = 0
     split: dict[str, list[float]] = {"ttft": [], "intake": [], "queue": [], "prefill": []}
     preemptions = 0
@@ -171,15 +206,15 @@ def compare(requests: list[RequestRecord], truth: dict[str, dict[str, Any]]) -> 
         client, host = client_token_times(rec), host_token_times(t)
         if client.size and client.size == host.size:
             aligned += 1
-            token_parts.append(client - host)
-            itl_parts.append(np.diff(client) - np.diff(host))
+            tokens.add(client - host)
+            itl.add(np.diff(client) - np.diff(host))
     return {
         "requests": len(requests),
         "matched": matched,
         "aligned": aligned,
         "ttft_dev_s": _spread(ttft),
-        "token_dev_s": _spread(np.concatenate(token_parts) if token_parts else []),
-        "itl_dev_s": _spread(np.concatenate(itl_parts) if itl_parts else []),
+        "token_dev_s": tokens.spread(),
+        "itl_dev_s": itl.spread(),
         "output_tokens_equal": output_equal,
         "cached_tokens_equal": cached_equal,
         "cached_tokens_reported": cached_known,

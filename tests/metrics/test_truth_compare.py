@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
-from replay.metrics.truth_compare import TruthLogError, compare, load_truth
+from replay.metrics.truth_compare import TruthLogError, _Deviations, _spread, compare, load_truth
 from replay.records.run_file import RequestRecord
 
 
@@ -114,3 +115,16 @@ def test_the_hosts_ttft_split_adds_up_to_its_ttft_on_a_run(tmp_path: Path, api: 
     assert sum(p["mean"] for p in parts) == pytest.approx(host["mean"], abs=1e-9)
     assert all(p["p50"] >= 0 for p in parts)
     assert tr["ttft_dev_s"]["n"] == 8
+
+
+def test_token_deviations_gathered_in_batches_read_as_held_whole() -> None:
+    """The token and gap deviations are gathered into histograms a batch at a time (a long run's compared calls
+    carry millions of tokens): the same percentiles, worst value, bias and count as of all of them at once."""
+    rng = np.random.default_rng(7)
+    parts = [np.round(rng.normal(2e-4, 4e-4, int(n)), 6) for n in rng.integers(0, 3_000, 120)]
+    parts.append(np.zeros(50))  # deviations that round to 0 µs, ranked between the signs
+    gathered = _Deviations()
+    for part in parts:
+        gathered.add(part)
+    assert gathered.spread() == _spread(np.concatenate(parts))
+    assert _Deviations().spread() == _spread([])
