@@ -102,6 +102,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=60.0, help="seconds before the 'start' RSS is taken")
     ap.add_argument("--keep", help="directory to keep the run file in (default: a temporary one, removed)")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: the run's process group and files go too
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
