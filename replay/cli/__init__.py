@@ -3,6 +3,7 @@ synth``, one module per command family."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -72,4 +73,14 @@ for command in (run, report, sweep, capacity, compare, claims, export, sim, prob
 
 def entry() -> None:
     """The console script (``replay``) and ``python -m replay``."""
+    interruptible()
     main()
+
+
+def interruptible() -> None:
+    """Ctrl-C (SIGINT) stops a command the same way however it was started. A process started with SIGINT ignored
+    (a script's background job, ``replay probe ... &``) kept ignoring it between a command's runs, while each run,
+    which takes the signal for its graceful stop, answered it: a probe interrupted between two passes went on to its
+    end and exited 0 (the CI rehearsal's probe Ctrl-C test, run in the background)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

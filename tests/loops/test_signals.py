@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -45,11 +47,12 @@ def test_later_signals_are_the_second_kind() -> None:
 def test_after_the_block_the_handler_before_is_back() -> None:
     got: list[int] = []
     before = signal.signal(signal.SIGTERM, lambda n, _f: got.append(n))
+    interrupt = signal.getsignal(signal.SIGINT)  # (ignored where the tests run as a background job)
     try:
         _inside(1, False)
         os.kill(os.getpid(), signal.SIGTERM)
         assert got == [signal.SIGTERM]
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is interrupt
     finally:
         signal.signal(signal.SIGTERM, before)
 
@@ -77,3 +80,15 @@ def test_a_signal_to_an_idle_loop_wakes_it(factory: object) -> None:
     with asyncio.Runner(loop_factory=factory) as runner:  # type: ignore[arg-type]
         runner.run(body())
     assert firsts == ["SIGTERM"]
+
+
+def test_a_command_started_with_ctrl_c_ignored_takes_it_again() -> None:
+    """A script's background job starts with SIGINT ignored: replay takes it again for the whole command, not only
+    inside each run (a probe interrupted between two passes went on to its end, exit 0)."""
+    code = (
+        "import signal, sys; from replay.cli import interruptible; interruptible(); "
+        "sys.exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 1)"
+    )
+    ignore = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+    ignored = subprocess.run([sys.executable, "-c", code], preexec_fn=ignore, timeout=60)
+    assert ignored.returncode == 0
