@@ -17,7 +17,8 @@
 | ``tls`` | the TLS handshake failed (a certificate not trusted: ``--ca-bundle FILE``, or ``--insecure``); never |
 |  | retried |
 | ``disconnect`` | the connection broke after the headers, mid-stream |
-| ``timeout`` | no bytes within the stall timeout, or the call passed its deadline |
+| ``timeout`` | no new bytes within the stall timeout (``--stall-timeout``), or the call passed its deadline |
+|  | (``--request-timeout``) |
 | ``response_too_large`` | the body passed ``--max-response-bytes``; what came before is kept |
 | ``stream_error`` | the host said in the stream that the call failed (an error event) |
 | ``malformed_stream`` | the stream could not be understood (invalid JSON, an unexpected shape) |

@@ -194,10 +194,9 @@ class Transport:
             except wire_stamps.ResponseTooLarge as exc:
                 rec.t_done = perf_counter()
                 rec.error, rec.error_detail = "response_too_large", f"{exc}; the rest was not read"
-            except TimeoutError:
+            except TimeoutError:  # aiohttp's own timers (sock_read is the stall timeout) or the call's deadline
                 rec.t_done = perf_counter()
-                rec.error = "timeout"
-                rec.error_detail = "no bytes within the stall timeout, or the call timed out"
+                rec.error, rec.error_detail = "timeout", _timeout_detail(self.host, deadline)
             except aiohttp.ClientError as exc:
                 rec.t_done = perf_counter()
                 if resend and _stale_connection(exc) and rec.t_headers is None:
@@ -311,3 +310,11 @@ class Transport:
                     if data := content.read_nowait():
                         got.reads.append(data)
                         got.times.append(perf_counter())
+
+
+def _timeout_detail(host: HostConfig, deadline: float) -> str:
+    """Which timeout ended the call: its deadline, or no new bytes (aiohttp's read timer and the stall watchdog are
+    both set to the stall timeout, and either may fire first: the same timeout, named the same way)."""
+    if asyncio.get_running_loop().time() >= deadline:
+        return f"the call passed its deadline of {host.request_timeout_s:g} s (--request-timeout)"
+    return f"no new bytes for {host.stall_timeout_s:g} s (--stall-timeout)"

@@ -13,7 +13,7 @@ from aiohttp import web
 from replay.clients.client import make_client
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
-from replay.clients.transport import Transport
+from replay.clients.transport import Transport, _timeout_detail
 from replay.records.run_file import RequestRecord
 from replay.workload.trajectory import Message
 from tests.support.hostile import PATHS, answer, raw_host, read_request, streaming, threaded_host
@@ -144,6 +144,21 @@ def test_no_new_bytes_for_the_stall_timeout_ends_the_call_whatever_state_aiohttp
     with raw_host(handler) as url:
         rec = asyncio.run(_call(HostConfig(url, "m", request_timeout_s=100, stall_timeout_s=0.5)))
     assert rec.error == "timeout" and "--stall-timeout" in rec.error_detail, rec.error_detail
+
+
+def test_a_timeout_names_the_option_that_ended_it_whichever_timer_fired() -> None:
+    """aiohttp's read timer and the stall watchdog are both set to the stall timeout, and on a busy machine either
+    fires first: the call names --stall-timeout either way (it said "no bytes within the stall timeout, or the call
+    timed out" when aiohttp's fired), and --request-timeout when the deadline passed."""
+    host = HostConfig("http://127.0.0.1:1", "m", request_timeout_s=100, stall_timeout_s=0.5)
+
+    async def both() -> tuple[str, str]:
+        now = asyncio.get_running_loop().time()
+        return _timeout_detail(host, now + 50), _timeout_detail(host, now - 1)
+
+    stalled, late = asyncio.run(both())
+    assert stalled == "no new bytes for 0.5 s (--stall-timeout)"
+    assert late == "the call passed its deadline of 100 s (--request-timeout)"
 
 
 @pytest.mark.parametrize("resend", [False, True])
