@@ -3,8 +3,8 @@ for the calls in flight, the footer written with the reason); a second one cuts 
 
 A signal is noted the moment Python runs its handler (in the main thread, between two bytecodes) and handed to the
 loop from there. asyncio's own ``add_signal_handler`` is not used: it hands the signal over through a byte on its
-self-pipe, and a signal whose byte is still unread when the block ends (a run that finished at that instant) was
-dropped, so the command went on as if it had never come (a probe ran its next phases to the end, exit 0).
+self-pipe, and a signal whose byte was still unread when the block ended (a run that finished at that instant) was
+dropped: the run's footer said nothing of it, and the command went on as if it had never come.
 """
 
 from __future__ import annotations
