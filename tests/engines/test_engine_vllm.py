@@ -154,14 +154,20 @@ def test_scraped_windows_sum_to_the_runs_counters(flavour_runs, api: str) -> Non
     assert sums == engine
 
 
+VLLM_BLOCK = 128  # vLLM's KV block on this wheel (the twin test reads it from the host: 128)
+
+
 def test_cache_write_tokens_are_read_in_every_flavour_that_reports_them(flavour_runs) -> None:
-    """vLLM reports the prompt tokens it wrote to its cache (whole blocks): ``created_cache_tokens`` in chat,
-    ``cache_write_tokens`` in Responses, ``cache_creation_input_tokens`` in Anthropic's Messages. The same workload
-    shape writes as many in each."""
+    """vLLM reports the prompt tokens it wrote to its cache: ``created_cache_tokens`` in chat, ``cache_write_tokens``
+    in Responses, ``cache_creation_input_tokens`` in Anthropic's Messages. It writes the prompt's whole blocks not
+    already cached: each call's count is that, in every flavour. (Not the same sum in each: a flavour's template makes
+    its prompts a few tokens longer or shorter, and one that crosses a block boundary writes one block more.)"""
     writes = {}
     for api in ("chat", "responses", "anthropic"):
         reqs = [r for r in flavour_runs[api]["records"] if r["type"] == "request"]
-        assert all(r["cache_write_tokens"] is not None for r in reqs), api
+        assert reqs and all(r["cache_write_tokens"] is not None for r in reqs), api
+        whole = [r["prompt_tokens"] // VLLM_BLOCK * VLLM_BLOCK - r["cached_tokens"] for r in reqs]
+        assert [r["cache_write_tokens"] for r in reqs] == whole, api
         writes[api] = sum(r["cache_write_tokens"] for r in reqs)
     print(f"\ncache-write tokens: {writes}")
-    assert writes["chat"] == writes["responses"] == writes["anthropic"] > 0
+    assert all(n > 0 for n in writes.values())
