@@ -112,8 +112,9 @@ class WindowRecorder:
         return record
 
 
-def window_records(run: RunData) -> list[dict[str, Any]]:
-    return [m for m in run.marks if m.get("type") == "window"]
+def has_windows(run: RunData) -> bool:
+    """Whether the run wrote window records (read up to its first one, not all of them)."""
+    return next(_windows(run), None) is not None
 
 
 def _windows(run: RunData) -> Iterator[dict[str, Any]]:

@@ -22,7 +22,7 @@ from replay.metrics.streaming import StreamSummary, read_stream
 from replay.metrics.summary import header_slo
 from replay.metrics.summary_types import Summary, Verdict
 from replay.metrics.truth_compare import compare_file, find_truth_log
-from replay.metrics.windows import series, span, window_records
+from replay.metrics.windows import has_windows, series, span
 from replay.records.reader import read_run
 from replay.records.run_file import RunData
 from replay.verdict import baseline
@@ -51,7 +51,7 @@ def finish(
         summary = stream.summary(data.header, data.footer)
         summary.recorded_timeline = stream.timeline.figures()
     else:
-        if not window_records(data):
+        if not has_windows(data):
             raise ValueError(f"{run_file}: the run has no window records to summarise a span from (run with --window)")
         lo, hi = between
         summary = span(data, lo or 0.0, hi if hi is not None else float("inf"))
@@ -62,7 +62,7 @@ def finish(
         summary.truth = compare_file(run_file, logs, summary.requests)
     if data.later_phases or any(m["type"] == "segment" for m in data.marks):
         summary.segments = segments(data)
-    if window_records(data):
+    if has_windows(data):
         summary.windows = series(data)
         if summary.host_figures.get("speculation") is None:  # no call said: the host's counters, if scraped
             lo, hi = between or (None, None)
