@@ -27,6 +27,7 @@ from replay.loops.load import LoadConfig, RunPlan, TaskOrder, run_nonce
 from replay.loops.phases import PhaseMarks
 from replay.loops.signals import graceful_signals
 from replay.loops.stop import RunStop, drain, run_checks, until_stop
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.records.run_file import RecordSink, RequestRecord, TaskRecord
 from replay.sessions.agent import SessionContext
 from replay.sessions.lanes import LaneRuntime
@@ -189,6 +190,7 @@ def _context(run: LoopRun, model: LoadModel, client: ModelClient) -> SessionCont
     first_back: set[int] = set()
 
     def request_done(rec: RequestRecord) -> None:
+        rec.user_decode_tps = decode_tps(rec)  # the record says what the summary counts (None: no speed)
         run.writer.request(rec)
         live.request(rec)
         if rec.session not in first_back:  # the window's own rule: every lane's first call is back

@@ -159,7 +159,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
         itl_s=itl,
         interactivity=interactivity(itl.to_dict()),  # 1 / ITL at p50..p95 (AgentX)
         interactivity_e2e=interactivity_e2e(acc.recipe),  # 1 / pX(e2e / output tokens) (InferenceX, aiperf)
-        user_decode_tps=_percentiles(h["decode"], (25, 50, 75), TPS_SCALE),
+        user_decode_tps=_speeds(h["decode"], s["measured"]),
         user_output_tps_incl_wait=_percentiles(h["with_wait"], (25, 50), TPS_SCALE),
         throughput=_throughput(acc, win.seconds, True, *run_hardware(run.header)),
         goodput=acc.goodput.figures(acc.tasks.complete, win.seconds),
@@ -217,6 +217,14 @@ def _percentiles(hist: Histogram, ps: tuple[int, ...], scale: float) -> Percenti
     n = int(got.pop("n") or 0)
     mean = got.pop("mean")
     return Percentiles(got, mean, n)
+
+
+def _speeds(hist: Histogram, calls: int) -> Percentiles:
+    """Per-user decode speeds of the window's successful calls; ``not_measured``: the calls that had none (one
+    output token, or all of them read at once: ``decode_tps``)."""
+    p = _percentiles(hist, (25, 50, 75), TPS_SCALE)
+    p.not_measured = calls - p.n
+    return p
 
 
 def _ratio(num: float, den: float) -> float | None:

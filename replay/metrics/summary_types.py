@@ -26,9 +26,13 @@ class Percentiles:
     points: dict[str, float | None]
     mean: float | None
     n: int
+    not_measured: int | None = None  # the calls the figure covers that have no value of it (a per-call speed's)
 
     def to_dict(self) -> JSON:
-        return {**self.points, "mean": self.mean, "n": self.n}
+        out: JSON = {**self.points, "mean": self.mean, "n": self.n}
+        if self.not_measured is not None:
+            out["not_measured"] = self.not_measured
+        return out
 
 
 @dataclass(slots=True)

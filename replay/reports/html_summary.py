@@ -18,7 +18,8 @@ def _one(v: float | None) -> str:
 
 
 def _row(name: str, d: dict[str, Any], keys: tuple[str, ...], fmt: Any = secs) -> list[str]:
-    return [name, *[fmt(d.get(k)) for k in keys], f"{d.get('n', 0):,}"]
+    unmeasured = f" ({d['not_measured']:,} not measured)" if d.get("not_measured") else ""
+    return [name, *[fmt(d.get(k)) for k in keys], f"{d.get('n', 0):,}{unmeasured}"]
 
 
 def headline(rep: RunReport) -> Section:

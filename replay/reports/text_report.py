@@ -28,7 +28,8 @@ def to_json(summary: Mapping[str, Any]) -> str:
 
 def _row(name: str, d: dict[str, Any], keys: tuple[str, ...], unit: str = "s") -> str:
     cells = "  ".join(f"{k} {_s(d.get(k), unit):>10}" for k in keys)
-    return f"  {name:<27}{cells}   (n={d.get('n', 0)})"
+    unmeasured = f", {d['not_measured']:,} not measured" if d.get("not_measured") else ""
+    return f"  {name:<27}{cells}   (n={d.get('n', 0)}{unmeasured})"
 
 
 def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) -> str:

@@ -81,7 +81,7 @@ def test_latency_percentiles(run, key):
 def test_per_user_decode_speed(run):
     s, o = run
     d = s["user_decode_tps"]
-    assert d["n"] == len(o["decode"])
+    assert d["n"] == len(o["decode"]) and d["not_measured"] == o["decode_not_measured"]
     for p in (25, 50, 75):
         assert _close(d[f"p{p}"], oracle.nearest_rank(o["decode"], p), 1e-3), p  # milli-tokens per second
 

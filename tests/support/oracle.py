@@ -109,10 +109,13 @@ def _itl(r: dict[str, Any]) -> list[float]:
     return out
 
 
+MAX_DECODE_TPS = 20_000  # docs/metrics.md: a speed above it times reads that came at once, not a decode
+
+
 def _decode(r: dict[str, Any]) -> float | None:
     n = _out_tokens(r)
     first, last = r["t_first_token"], r["t_last_token"]
-    if n >= 2 and first and last and last > first:
+    if n >= 2 and first and last and last > first and (n - 1) / (last - first) <= MAX_DECODE_TPS:
         return (n - 1) / (last - first)
     return None
 
@@ -158,6 +161,7 @@ def figures(run: RawRun) -> dict[str, Any]:
         "e2e": [r["t_done"] - r["t_sent"] for r in calls if r["t_done"]],
         "itl": [g for r in calls for g in _itl(r)],
         "decode": [d for r in calls if (d := _decode(r)) is not None],
+        "decode_not_measured": sum(_decode(r) is None for r in calls),
         "client_reuse_ratio": sum(r["reusable_prefix_tokens"] for r in calls) / est if est else None,
         "host_hit_ratio": sum(r["cached_tokens"] for r in reported) / host_prompt if host_prompt else None,
         "with_cached_count": len(reported),

@@ -115,7 +115,8 @@ def _call_figure(r: dict[str, Any], figure: str) -> float | None:
         return (done - first) / (n - 1) if n >= 2 and first is not None and done is not None else None
     if figure == "user_decode_tps":
         ok = n >= 2 and first is not None and last is not None and last > first
-        return (n - 1) / (last - first) if ok else None
+        speed = (n - 1) / (last - first) if ok else None
+        return speed if speed is not None and speed <= 20_000 else None  # above: tokens read at once (no speed)
     raise ValueError(figure)
 
 

@@ -154,12 +154,11 @@ class HostTally:
             self.connect.record_value(_clip(r.connect_s * US))
         else:
             self.conn[1] += 1
-        seen = seen_decode_speed(r)
-        if seen is not None:
-            count_name(self.speeds.setdefault(round(math.log(seen) * SPEED_BINS_PER_E), {}), identity_of(r))
+        speed = seen_decode_speed(r)
+        if speed is not None:
+            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), identity_of(r))
             if r.inflight is not None:
-                self.load.setdefault(load_bucket(r.inflight), _hist()).record_value(_clip(seen * TPS_SCALE))
-        speed = _decode_speed(r)
+                self.load.setdefault(load_bucket(r.inflight), _hist()).record_value(_clip(speed * TPS_SCALE))
         s = server_times(r.server_timings)
         if s is not None:
             self._server(r, s, speed)
@@ -261,14 +260,6 @@ class HostTally:
         t.load = {int(k): _dec(h) for k, h in data.get("load") or ()}
         t.connect, t.conn = _dec(data["connect"]), [*data["conn"], 0, 0, 0][:3]  # (windows written before reconnects)
         return t
-
-
-def _decode_speed(r: RequestRecord) -> float | None:
-    """Per-user decode speed of one call (tokens/s after the first), as metrics.summarize defines it."""
-    n = r.output_tokens if r.output_tokens is not None else r.output_events
-    if n >= 2 and r.t_first_token and r.t_last_token and r.t_last_token > r.t_first_token:
-        return (n - 1) / (r.t_last_token - r.t_first_token)
-    return None
 
 
 def tally_of(records: list[RequestRecord], card: dict[str, Any] | None = None, measured: bool = True) -> HostTally:

@@ -31,13 +31,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from replay.histogram import TPS_SCALE, Histogram, percentile
+from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.records.run_file import RequestRecord
 
 MIN_SHARE = 0.05
 MIN_CALLS = 3
 MIN_SEPARATION = 2.0
 MIN_RATIO = 1.4
-MAX_SEEN_TPS = 20_000.0  # tokens/s of one stream: far above any host's per-user decode (Cerebras, Groq: thousands)
 TIE_SHARE = 0.75  # a cluster's main model, route or tier holds at least this share of it
 SPEED_BINS_PER_E = 400  # log-speed bins per unit of log speed: a bin's centre is within 0.125 % of its calls
 SEP = "\x1f"  # between the parts of an identity key: model, route, tier
@@ -108,14 +108,9 @@ def fallback_fields(r: RequestRecord) -> list[str]:
 
 
 def seen_decode_speed(r: RequestRecord) -> float | None:
-    """Per-user decode speed of one call, (output − 1) / (last token − first token), when its decode was seen: not
-    above ``MAX_SEEN_TPS``, a speed no host decodes one stream at, which means the tokens were read at once (a
-    client stalled, then read what had piled up in microseconds)."""
-    n = r.output_tokens if r.output_tokens is not None else r.output_events
-    if n < 2 or not r.t_first_token or not r.t_last_token or r.t_last_token <= r.t_first_token:
-        return None
-    speed = (n - 1) / (r.t_last_token - r.t_first_token)
-    return speed if speed <= MAX_SEEN_TPS else None
+    """Per-user decode speed of one call when its decode was seen: the summary's (``decode_tps``), which has none
+    for a call whose tokens were read at once (a client stalled, then read what had piled up in microseconds)."""
+    return decode_tps(r)
 
 
 def load_bucket(inflight: int) -> int:

@@ -21,6 +21,7 @@ from replay.records.run_file import RequestRecord
 US = 1_000_000
 TPS_SCALE = 1000  # tokens/s held as milli-tokens/s, as the summary's speed histograms
 SLICE_S = 1.0  # AgentX's coverage slices
+MAX_DECODE_TPS = 20_000.0  # tokens/s of one stream: far above any host's per-user decode (Cerebras, Groq: thousands)
 
 
 class Stat:
@@ -76,11 +77,16 @@ _CALLS = ("n", "subagents", "tokens_in", "tokens_out", "seen_tokens", "seen_est"
 
 
 def decode_tps(r: RequestRecord) -> float | None:
-    """Per-user decode speed after the first token: (output tokens − 1) / (last token − first token)."""
+    """Per-user decode speed after the first token: (output tokens − 1) / (last token − first token), or None when
+    the call has none: fewer than two output tokens, or its tokens not read apart in time. Reads closer together
+    than the answer would take at ``MAX_DECODE_TPS`` were one burst (a host's single write split over reads, or a
+    backlog drained after the client stalled): their gap times the socket, not the decode, and would give an
+    unbounded speed (24 million tokens/s for an answer read at once)."""
     n_out = r.output_tokens if r.output_tokens is not None else r.output_events
-    if n_out >= 2 and r.t_first_token and r.t_last_token and r.t_last_token > r.t_first_token:
-        return (n_out - 1) / (r.t_last_token - r.t_first_token)
-    return None
+    if n_out < 2 or not r.t_first_token or not r.t_last_token:
+        return None
+    span = r.t_last_token - r.t_first_token
+    return (n_out - 1) / span if span * MAX_DECODE_TPS >= n_out - 1 and span > 0 else None
 
 
 def request_itl(r: RequestRecord) -> float | None:
