@@ -5,8 +5,11 @@ vLLM, SGLang, llama.cpp and the simulated host (which uses vLLM's names) export 
 cache usage, waiting requests and preemptions; with speculative decoding on, vLLM counts drafts, draft tokens and
 accepted tokens (``vllm:spec_decode_*``, docs.vllm.ai "Metrics"; mean acceptance length = 1 + accepted / drafts)
 and SGLang exports its acceptance length as a gauge (``sglang:spec_accept_length``, averaged over its ranks here).
-Counters are kept as their increase over the window, gauges as their value at its end. A scrape that fails is noted
-in the window, never fatal.
+Counters are kept as their increase over the window (a counter that went down was reset, a host restarted: its
+increase is its new value), gauges as their value at its end. Over a metric's label sets (a host's ranks, engines,
+models) counters and counts of requests add up; a share or a rate (KV-cache use, SGLang's hit rate, its acceptance
+length) is their mean: two ranks each at 80 % are a cache 80 % used, not 160 %. A scrape that fails is noted in the
+window, never fatal.
 """
 
 from __future__ import annotations
@@ -43,11 +46,14 @@ GAUGES = {
     "llamacpp:requests_deferred": "requests_waiting",
     "sglang:spec_accept_length": "spec_acceptance_length",  # a windowed gauge of SGLang's, per rank: averaged
 }
-MEAN_GAUGES = {"spec_acceptance_length"}  # figures averaged over their label sets, not summed
+# Gauges that are a share or a rate of each label set (a rank's own pool, its own hit rate): averaged over the label
+# sets, never summed; the other gauges count requests, which add up over ranks.
+MEAN_GAUGES = {"kv_cache_usage", "cache_hit_rate", "spec_acceptance_length"}
 
 
 def parse(text: str) -> dict[str, float]:
-    """The figures replay follows, summed over labels, from one exposition."""
+    """The figures replay follows from one exposition, each over its label sets: summed (counters, counts of
+    requests), or averaged (``MEAN_GAUGES``)."""
     out: dict[str, float] = {}
     source: dict[str, str] = {}  # figure -> the metric name it was read from (one per figure: vLLM has aliases)
     samples: dict[str, int] = {}
@@ -107,7 +113,8 @@ class HostMetrics:
         for figure, value in now.items():
             if figure in counters:
                 if self.last is not None and figure in self.last:
-                    out[figure] = value - self.last[figure]
+                    before = self.last[figure]
+                    out[figure] = value - before if value >= before else value  # below: reset since the last
             else:
                 out[figure] = value
         self.last = now
