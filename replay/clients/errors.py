@@ -22,7 +22,8 @@
 | ``response_too_large`` | the body passed ``--max-response-bytes``; what came before is kept |
 | ``stream_error`` | the host said in the stream that the call failed (an error event) |
 | ``malformed_stream`` | the stream could not be understood (invalid JSON, an unexpected shape) |
-| ``bad_usage`` | the host's token counts are not plausible non-negative integers that add up |
+| ``bad_usage`` | the host's token counts are not plausible non-negative integers that add up, or they contradict |
+|  | the stream (fewer output tokens than token-bearing events) |
 | ``incomplete`` | the stream closed before the flavour's final event |
 | ``empty`` | the stream ended without any output token, and the host's usage counted none |
 | ``cancelled`` | the run stopped before the host finished |

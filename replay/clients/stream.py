@@ -23,7 +23,7 @@ from replay.clients import delta_template
 from replay.clients.plain_deltas import FIRST_NOT_PLAIN, plain_count, plain_events, templated
 from replay.clients.sse import parse_block, regions, split_region, without_bom
 from replay.clients.stream_state import ANSWER, NONE, REASONING, StreamReader, StreamState
-from replay.clients.usage import Usage, excerpt
+from replay.clients.usage import Usage, against_stream, excerpt
 
 __all__ = [  # the stream's kinds, state and reader, and the plain deltas' counts are imported from here too
     "ANSWER",
@@ -74,6 +74,8 @@ def interpret_steps(
         if lo < len(reads):
             tail = yield from _framed(reader, st, reads[lo:], times[lo:], t_sent, collect, step_bytes)
         reader.finish(st, tail)
+        if st.usage is not None and st.ended:  # (a stream cut short may hold a count of its start: Anthropic's)
+            st.usage = against_stream(st.usage, st.events, st.usage_parts)
     except Exception as exc:  # a flavour's own bug must not kill the session: the call fails, classified
         st.bad(f"the stream could not be read ({type(exc).__name__}: {exc})")
         if st.usage is None:

@@ -2,7 +2,8 @@
 
 Hosts report usage in JSON they build themselves, and some send counts as strings, floats, negatives or numbers
 above 2^63. A count is accepted only as a non-negative integer of a plausible size, and the parts must fit the
-whole (cached and cache-write tokens within the prompt, reasoning within the output). Anything else makes the call
+whole (cached and cache-write tokens within the prompt, reasoning within the output), and the output must not be
+fewer than the stream's token-bearing events (8 content deltas are never 1 token). Anything else makes the call
 an error of class ``bad_usage``: the raw usage is kept on the record as text, and no count of that call enters a
 sum. Fields the host did not send stay ``None`` (absent is not zero).
 """
@@ -70,6 +71,24 @@ def build(raw: Any, **values: Any) -> Usage:
     except UsageError as exc:
         return rejected(str(exc), raw)
     return u
+
+
+def last_counted(parts: list[Any], keys: tuple[str, ...]) -> Any:
+    """The last of a stream's usage objects that carries any of the count ``keys`` (or is not an object, to be
+    rejected); the last of all when none does."""
+    for part in reversed(parts):
+        if not isinstance(part, dict) or any(part.get(k) is not None for k in keys):
+            return part
+    return parts[-1]
+
+
+def against_stream(u: Usage, events: int, parts: Any) -> Usage:
+    """``u``, or a rejected Usage when its output count contradicts the stream: fewer output tokens than the
+    stream's token-bearing events (each non-empty content, reasoning, refusal or tool-call delta holds at least one
+    token; a host may put several tokens in one event, never less than one)."""
+    if u.problem or u.output is None or u.output >= events:
+        return u
+    return rejected(f"output = {u.output} but the stream carried {events} token events", parts)
 
 
 def rejected(problem: str, raw: Any) -> Usage:

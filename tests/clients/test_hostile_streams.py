@@ -74,11 +74,15 @@ def test_a_cut_chat_stream_with_usage_on_every_chunk_is_incomplete() -> None:
     """vLLM's continuous_usage_stats (and some gateways): usage on every chunk, so a stream cut mid-answer still
     carries usage; only a finish reason with usage (or [DONE]) ends it."""
     for api, key in (("chat", {"delta": {"content": "x"}}), ("completions", {"text": "x"})):
-        usage = {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}
-        chunks = [sse({"choices": [{"index": 0, **key, "finish_reason": None}], "usage": usage}) for _ in range(12)]
+
+        def usage(n: int) -> dict:  # the counts so far, as vLLM sends them on each chunk
+            return {"prompt_tokens": 9, "completion_tokens": n, "total_tokens": 9 + n}
+
+        chunks = [sse({"choices": [{"index": 0, **key, "finish_reason": None}], "usage": usage(i + 1)})
+                  for i in range(12)]  # fmt: skip
         assert _outcomes(api, b"".join(chunks), chunks[-1]) == {("incomplete", 12)}
         done = {"delta": {}, "finish_reason": "stop"} if api == "chat" else {"text": "", "finish_reason": "stop"}
-        whole = b"".join(chunks) + sse({"choices": [{"index": 0, **done}], "usage": usage})  # no [DONE]: ended
+        whole = b"".join(chunks) + sse({"choices": [{"index": 0, **done}], "usage": usage(12)})  # no [DONE]: ended
         assert _outcomes(api, whole) == {(None, 12)}
 
 

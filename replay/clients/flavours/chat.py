@@ -242,12 +242,17 @@ def note_common(st: StreamState, obj: dict[str, Any]) -> None:
             st.served[key] = value[:200]
 
 
+_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
 def openai_usage(st: StreamState) -> usage_mod.Usage:
-    """Checked counts from the last usage object of an OpenAI-style stream (chat and completions)."""
+    """Checked counts from the last usage object of an OpenAI-style stream (chat and completions) that carries any:
+    a later one with timings alone (Groq's ``x_groq.usage``) takes none of them away."""
     if not st.usage_parts:
         return usage_mod.Usage()
-    last = st.usage_parts[-1]
-    provider_fields.note_usage(st, last)
+    for part in st.usage_parts:  # Groq's timings come in a later usage object than its counts, at times
+        provider_fields.note_usage(st, part)
+    last = usage_mod.last_counted(st.usage_parts, _COUNTS)
     try:
         if not isinstance(last, dict):
             raise usage_mod.UsageError("usage is not an object")
