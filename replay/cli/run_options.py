@@ -108,7 +108,9 @@ REQUEST = [
         "--force-output-length",
         is_flag=True,
         help="Send ignore_eos and min_tokens (vLLM, SGLang, llama.cpp) so the host produces exactly the recorded "
-        "length.",
+        "length. Ignored by vLLM's /v1/messages (--api anthropic drops both) and by any host without these engine "
+        "extensions (llama.cpp takes ignore_eos alone, which is enough); answers then come back shorter, the summary "
+        "says answers.forced false and the verdict warns.",
     ),
     _option(
         "--check-answers/--no-check-answers",

@@ -68,10 +68,11 @@ class AnswerTally:
             tally.invalid_kinds = dict(data.get("invalid_kinds") or {})
         return tally
 
-    def figures(self, forced_asked: bool) -> dict[str, Any] | None:
-        """The summary's ``answers`` (None when no call was checked: ``--no-check-answers``, or none succeeded)."""
+    def figures(self, forced_asked: bool, always: bool = False) -> dict[str, Any] | None:
+        """The summary's ``answers`` (None when no call was checked: ``--no-check-answers``, or none succeeded);
+        ``always``: its keys even then (every figure a summary can have, as thresholds are checked against)."""
         n = self.n
-        if not n["checked"]:
+        if not n["checked"] and not always:
             return None
         short = n["stop"] + n["lowered"] + n["short"]
 

@@ -11,7 +11,7 @@ the dict keeps working; the dict is rebuilt on each read, so what a reader chang
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 1  # the summary's shape; raised when a key changes meaning or goes (new keys keep it)
@@ -153,6 +153,7 @@ class Verdict:
     passed: bool
     exit_code: int
     reasons: list[str]
+    warnings: list[str] = field(default_factory=list)  # what the run claims and did not do (no exit code changes)
 
 
 def as_json(summary: Mapping[str, Any]) -> JSON:

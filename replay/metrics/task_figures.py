@@ -105,7 +105,10 @@ class TaskTally:
         if not done:
             empty = dict.fromkeys(("model_time_s", "tool_time_s", "throttled_time_s", "queue_time_s", "wall_s"))
             shares = dict.fromkeys(("model_share", "tool_share", "throttled_share", "queue_share"))
-            return counts | empty | shares | {"projected_wall_s": {f"{k}x": None for k in PROJECTIONS}}
+            projected_none = {f"{k}x": None for k in PROJECTIONS}
+            subagents = {"subagents": 0, "subagent_calls": 0, "subagent_model_time_s": None}
+            return counts | empty | shares | {"projected_wall_s": projected_none,
+                                              "projected_saving": dict(projected_none)} | subagents  # fmt: skip
         wall, model = n["wall"], n["model"]
         mean_wall = wall / done / US
         projected = {f"{k}x": (wall - model + model / k) / done / US for k in PROJECTIONS}

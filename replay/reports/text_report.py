@@ -28,8 +28,7 @@ def to_json(summary: Mapping[str, Any]) -> str:
 
 def _row(name: str, d: dict[str, Any], keys: tuple[str, ...], unit: str = "s") -> str:
     cells = "  ".join(f"{k} {_s(d.get(k), unit):>10}" for k in keys)
-    unmeasured = f", {d['not_measured']:,} not measured" if d.get("not_measured") else ""
-    return f"  {name:<27}{cells}   (n={d.get('n', 0)}{unmeasured})"
+    return f"  {name:<27}{cells}   (n={d.get('n', 0)})"
 
 
 def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) -> str:
@@ -42,6 +41,9 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
     lines.append(_row("end-to-end", s["e2e_s"], ("p50", "p95", "p99")))
     lines.append(_row("inter-token latency", s["itl_s"], ("p50", "p95", "p99")))
     lines.append(_row("per-user decode tok/s", s["user_decode_tps"], ("p25", "p50", "p75"), unit="tps"))
+    if s["user_decode_tps"].get("not_measured"):
+        lines.append(f"    {plural(s['user_decode_tps']['not_measured'], 'call')} without a decode speed (one output"
+                     " token, or its tokens read at once)")  # fmt: skip
     lines.append(_row("per-user tok/s incl. wait", s["user_output_tps_incl_wait"], ("p25", "p50"), unit="tps"))
     lines.append(_row("E2E-norm. interactivity", s["interactivity_e2e"], ("p50", "p75", "p90"), unit="tps"))
     lines += (
@@ -378,6 +380,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     for t in s.get("thresholds") or ():
         value = "-" if t.get("value") is None else f"{t['value']:.6g}"
         lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")
+    lines += [f"  warning: {w}" for w in verdict.get("warnings") or ()]
     if verdict["passed"]:
         lines.append("Verdict: passed (exit code 0)")
     else:

@@ -48,8 +48,23 @@ def judge(summary: dict[str, Any], header: dict[str, Any], footer: dict[str, Any
     if footer and footer.get("signal"):
         code = 128 + int(getattr(signal, footer["signal"], 0))
         reasons.append(f"stopped by {footer['signal']}")
-    summary["verdict"] = {"passed": code == EXIT_OK, "exit_code": code, "reasons": reasons}
+    summary["verdict"] = {"passed": code == EXIT_OK, "exit_code": code, "reasons": reasons,
+                          "warnings": _warnings(summary)}  # fmt: skip
     return summary
+
+
+def _warnings(summary: dict[str, Any]) -> list[str]:
+    """What the run claims and did not do, which changes no exit code: a --force-output-length the host ignored
+    (vLLM's /v1/messages drops ignore_eos and min_tokens) ran a lighter load than the one asked for."""
+    answers = summary.get("answers") or {}
+    if answers.get("forced") is not False:
+        return []
+    checked, reasons = answers["length_checked"], answers.get("short_by_reason") or {}
+    if not checked:
+        return ["--force-output-length could not be checked: no answer's served length is known"]
+    why = ", ".join(f"{k} {v}" for k, v in reasons.items() if v)
+    return [f"--force-output-length was not honoured: {answers['length_short'] + reasons.get('over', 0)} of {checked}"
+            f" answers were not the length asked ({why}); the load is not the one the run claims"]  # fmt: skip
 
 
 def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str | None:

@@ -81,12 +81,12 @@ def _signed(s: Signed, scale: float, ps: tuple[int, ...] = (50, 95)) -> dict[str
     return out
 
 
-def server_figures(t: ServerTally) -> dict[str, Any] | None:
+def server_figures(t: ServerTally, always: bool = False) -> dict[str, Any] | None:
     """Server TTFT and decode speed, and the client's minus the server's, over the calls that carried timings;
-    None when no call did (the summary then has no ``server`` key)."""
+    None when no call did (the summary then has no ``server`` key); ``always``: its keys even then."""
     h = t.server
     ttft, decode = h["ttft"].get_total_count(), h["decode"].get_total_count()
-    if not ttft and not decode:
+    if not ttft and not decode and not always:
         return None
     return {
         "ttft_s": _pcts(h["ttft"], US),
