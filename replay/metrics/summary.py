@@ -203,7 +203,7 @@ def provider_figures(acc: Accumulator, run: RunData) -> dict[str, Any]:
         "service_tiers": routes.tier_shares(t),
         "speed_modes": routes.speed_modes(t),
         **({"fallback": fallback} if fallback else {}),
-        "speed_by_load": routes.speed_by_load(t),
+        "speed_by_load": routes.speed_by_load(t, [b.decode for b in acc.by_context]),
         "speculation": speculation.figures(t.spec),
         "cost": run_cost(t, acc.tasks.complete, header_card(run.header)),
         "rate_limits": host_signals.rate_limits(t),

@@ -46,9 +46,22 @@ def served(rep: RunReport) -> Section | None:
     if len(modes) == 2:
         body += table(["share", "decode p50 tok/s", "calls", "served by"], _mode_rows(modes))
     if load.get("split"):
-        body += note("Per-user decode speed falls in two clusters that no served model, route or tier explains: it"
-                     " varies with load (the batch each call shares), as the table below shows.")  # fmt: skip
+        body += note(_speed_cause(load.get("by") or []))
     if load.get("rows"):
         rows = [[r["inflight"], num(r["user_decode_tps_p50"], 1), f"{r['requests']:,}"] for r in load["rows"]]
         body += table(["calls in flight when sent", "decode p50 tok/s", "calls"], rows)
     return Section("served", "What served the calls", body)
+
+
+def _speed_cause(by: list[str]) -> str:
+    """Two speed clusters no served identity explains, and the cause their rows show (``speed_by_load.by``)."""
+    head = "Per-user decode speed falls in two clusters that no served model, route or tier explains"
+    if not by:
+        return (
+            head + "; nor do load or prompt length (its medians by calls in flight and by prompt tokens differ less)."
+        )
+    shown = {
+        "load": "load (the batch each call shares; the table below)",
+        "prompt_length": "prompt length (a longer context slows each step; the breakdown by prompt tokens)",
+    }
+    return f"{head}: it varies with {' and '.join(shown[b] for b in by)}."

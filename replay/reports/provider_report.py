@@ -74,13 +74,31 @@ def _routes(s: dict[str, Any]) -> list[str]:
         who = ", ".join(f"{k} {v}" for k, v in fb["served"].items())
         out.append(f"  fallback: {100 * fb['share']:.1f}% of calls ({fb['requests']:,})"
                    + (f" served by {who}" if who else "") + f"; found by {', '.join(fb['by'])}")  # fmt: skip
+    return out + _speed_causes(s)
+
+
+def _speed_causes(s: dict[str, Any]) -> list[str]:
+    """Two speed clusters no served identity explains, with the cause their rows show (load, prompt length)."""
     load = s.get("speed_by_load") or {}
-    if load.get("split") and load.get("rows"):
-        cells = " · ".join(f"{_tps(r['user_decode_tps_p50'])} at {r['inflight']}" for r in load["rows"])
-        out += [
-            "  per-user decode speed varies with load (no model, route or tier behind it);",
-            f"    p50 tok/s by calls in flight: {cells}",
+    if not load.get("split"):
+        return []
+    by = load.get("by") or []
+    names = {"load": "load", "prompt_length": "prompt length"}
+    if not by:
+        return [
+            "  per-user decode speed falls in two clusters that no model, route or tier explains; nor do load",
+            "    or prompt length: its medians by calls in flight and by prompt tokens differ less",
         ]
+    out = [
+        f"  per-user decode speed varies with {' and '.join(names[b] for b in by)} (no model, route or tier behind it);"
+    ]
+    if "load" in by:
+        cells = " · ".join(f"{_tps(r['user_decode_tps_p50'])} at {r['inflight']}" for r in load["rows"])
+        out.append(f"    p50 tok/s by calls in flight: {cells}")
+    if "prompt_length" in by:
+        rows = [r for r in (s.get("breakdown") or {}).get("by_context") or () if r["decode_tps"].get("n")]
+        cells = " · ".join(f"{_tps(r['decode_tps']['p50'])} at {r['bucket']}" for r in rows)
+        out.append(f"    p50 tok/s by prompt tokens: {cells}")
     return out
 
 

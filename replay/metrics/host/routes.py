@@ -14,9 +14,11 @@ for a clean separation) and their medians differ by at least ``MIN_RATIO``.
 
 Two clusters are called two speed modes (and a fallback) only when they coincide with a different served model,
 route or tier: the main value of that part of the identity differs between the clusters and holds at least
-``TIE_SHARE`` of each. Two clusters that no identity explains are load: the batch a call shares changes as
-sessions enter and leave tool pauses, so per-user speed varies with the number of calls in flight, and the figure
-says so, with the speed per number of calls in flight (``speed_by_load``). A host that says per call that it fell
+``TIE_SHARE`` of each. Two clusters that no identity explains may be load (the batch a call shares changes as
+sessions enter and leave tool pauses, so per-user speed varies with the number of calls in flight) or prompt length
+(a long context slows each decode step): the figure names the cause only where its rows show it, the speed per
+number of calls in flight (``speed_by_load``) or per prompt length (the breakdown's rows) moving as much as the
+clusters differ; a run at one load level shows no load effect. A host that says per call that it fell
 back (OpenRouter's ``openrouter_metadata``, the Vercel gateway's ``modelAttempts``, the simulated host's
 ``fallback:`` route) is counted per call, speed or not.
 
@@ -274,15 +276,31 @@ def fallback(t: RouteTally) -> dict[str, Any] | None:
     return {"share": n / ok, "by": by, "requests": n, "served": served}
 
 
-def speed_by_load(t: RouteTally) -> dict[str, Any]:
-    """``speed_by_load{split, rows}``: per-user decode speed per number of calls in flight when each was sent
-    (1, 2-3, 4-7, ...), and ``split``: the speeds fall in two clusters that no served identity explains."""
+def speed_by_load(t: RouteTally, by_prompt: list[Histogram] | None = None) -> dict[str, Any]:
+    """``speed_by_load{split, rows, by}``: per-user decode speed per number of calls in flight when each was sent
+    (1, 2-3, 4-7, ...); ``split``: the speeds fall in two clusters that no served identity explains; ``by``: what
+    the rows show the speed varies with, ``load`` (these rows) and ``prompt_length`` (``by_prompt``: the speeds of
+    the breakdown's prompt-length rows, shortest first), each when ``varies`` finds it; [] when neither does."""
     modes, tied = _clusters(t)
-    rows = []
+    rows, load = [], []
     for k in sorted(t.load):
         h = t.load[k]
         n = h.get_total_count()
         if n:
             p50 = h.get_value_at_percentile(50) / TPS_SCALE
             rows.append({"inflight": _bucket_label(k), "requests": n, "user_decode_tps_p50": p50})
-    return {"split": len(modes) == 2 and not tied, "rows": rows}
+            load.append(h)
+    split = len(modes) == 2 and not tied
+    by = [name for name, hists in (("load", load), ("prompt_length", by_prompt or [])) if split and varies(hists)]
+    return {"split": split, "rows": rows, "by": by}
+
+
+def varies(rows: list[Histogram]) -> bool:
+    """Whether per-user speed moves along ``rows`` (ordered by what they bin: calls in flight, prompt length) as
+    much as two speed clusters differ: the median of the first row and of the last, among rows of ``MIN_CALLS``
+    calls at least, differ by ``MIN_RATIO`` or more. One row (a run at one load level) shows no such effect."""
+    p50s = [h.get_value_at_percentile(50) for h in rows if h.get_total_count() >= MIN_CALLS]
+    if len(p50s) < 2:
+        return False
+    first, last = p50s[0], p50s[-1]
+    return max(first, last) >= MIN_RATIO * min(first, last)
