@@ -93,9 +93,7 @@ class RequestRecord:
     # ``drafted`` tokens, ``drafts`` (verify steps), each only when said; None when the host said nothing of it.
     # Whole numbers within host_numbers' bounds when written; read back through them again (metrics/host)
     speculation: dict[str, Any] | None = None
-    # Per-user decode speed after the first token (tokens/s), as the summary counts it (metrics: ``decode_tps``);
-    # None when the call has none: fewer than two output tokens, or all of them read at once
-    user_decode_tps: float | None = None
+    user_decode_tps: float | None = None  # tokens/s after the first, as the summary counts them (None: read at once)
 
     @property
     def ok(self) -> bool:
