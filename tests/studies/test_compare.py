@@ -3,6 +3,7 @@ against the bootstrap's noise, costs from the hourly price; the bootstrap's resa
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -109,11 +110,12 @@ def test_compare_refuses_a_run_against_a_sweep(two_hosts, tmp_path):
 
 
 def _hdr(values, q: float) -> float:
-    """An HdrHistogram's percentile (the hdrh library itself, not replay's code), in seconds held as µs."""
+    """The summary's percentile counted here: values held as an HdrHistogram holds them (the hdrh library itself,
+    not replay's code) in seconds as µs, at the nearest rank ⌈q n / 100⌉ (hdrh's own rank rounds; the summary's
+    takes the ceiling)."""
     h = HdrHistogram(1, 2**40, 3)
-    for v in values:
-        h.record_value(max(round(v * 1e6), 1))
-    return h.get_value_at_percentile(q) / 1e6
+    held = sorted(h.get_highest_equivalent_value(max(round(v * 1e6), 1)) for v in values)
+    return held[max(math.ceil(round(q * len(held) / 100, 9)), 1) - 1] / 1e6
 
 
 def test_weighted_percentile_is_the_summarys_percentile_of_the_draw():
