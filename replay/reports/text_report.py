@@ -75,8 +75,9 @@ def _head(header: dict[str, Any]) -> list[str]:
     ol = header.get("open_loop")  # an open loop's sessions: at most max_live at once (--concurrency is its default)
     sessions = (f"open loop {ol.get('arrivals')}, at most {ol.get('max_live')} live sessions" if ol
                 else f"concurrency {load.get('concurrency')}")  # fmt: skip
+    over = " over WebSocket" if host.get("transport") == "websocket" else ""  # Responses on one socket per session
     lines = [
-        f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}) · model"
+        f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}{over}) · model"
         f" {host.get('model')}{sim}",
         f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · {sessions}"
         f" · tool time {load.get('tool_time')} · seed {load.get('seed')}",
