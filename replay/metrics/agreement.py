@@ -53,13 +53,26 @@ def first_difference(a: str, b: str) -> int:
     return lo
 
 
+KEPT_BY = "only hosts run side by side in one `replay run --host A --host B` keep each answer's text (answer_text)"
+
+
+def _why_none(counts: dict[str, int]) -> str:
+    """Why no pair was compared: which run kept no answer text (and what keeps it), or that no call matched."""
+    none = [side for side in ("a", "b") if not counts[f"answered_{side}"]]
+    if len(none) == 2:
+        return f"neither run kept its answers' text: {KEPT_BY}; runs recorded apart cannot be compared"
+    if none:
+        return f"run {none[0].upper()} kept no answer text: {KEPT_BY}"
+    return "no call answered by both: the runs replayed other tasks, turns or subagents"
+
+
 def agreement(a: Iterable[Answered], b: Iterable[Answered], tokenizer: Tokenizer | None = None) -> dict[str, Any]:
     """The ``agreement`` of two runs' answers (see the module's doc); ``pairs`` says how many calls it covers."""
     answers_a, answers_b = _answers(a), _answers(b)
     keys = sorted(answers_a.keys() & answers_b.keys(), key=repr)
     out: dict[str, Any] = {"pairs": len(keys), "answered_a": len(answers_a), "answered_b": len(answers_b)}
     if not keys:
-        return out | {"exact_share": None, "first_divergence_mean": None}
+        return out | {"exact_share": None, "first_divergence_mean": None, "why": _why_none(out)}
     tok = tokenizer or get_tokenizer()
     positions = []
     for k in keys:

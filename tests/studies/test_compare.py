@@ -141,3 +141,24 @@ def test_bootstrap_of_a_run_centres_on_its_figures(two_hosts):
     for key in ("throughput.total_tps", "ttft_s.p50", "user_decode_tps.p25", "tasks.wall_s"):
         lo, hi = np.percentile(boot[key], (1, 99))
         assert lo <= value(summary, key) * 1.01 and value(summary, key) * 0.99 <= hi, key
+
+
+def test_compare_says_why_no_answers_were_compared(two_hosts):
+    """Runs recorded apart keep no answer text (only `replay run --host A --host B` does): the comparison says so
+    and what keeps it, instead of a bare 0 pairs; runs of hosts side by side are compared in the text too."""
+    tmp, _ = two_hosts
+    kept = tmp / "run.1-sim-fast.jsonl"
+    apart = tmp / "apart.jsonl"
+    args = ["run", str(tmp / "w.jsonl"), "--sim-profile", "fast", "-c", "3", "--duration", "1", "--out", str(apart)]
+    assert CliRunner().invoke(main, [*args, "-q", "--json"]).exit_code == 0
+    records = [r for line in apart.read_bytes().splitlines() if (r := orjson.loads(line))["type"] == "request"]
+    assert records and all(r["answer_text"] is None for r in records)  # recorded apart: no text kept
+    for a, b, why in ((apart, apart, "neither run kept its answers' text"), (kept, apart, "run B kept no answer text")):
+        res = CliRunner().invoke(main, ["compare", str(a), str(b), "--json"])
+        ag = orjson.loads(res.stdout)["agreement"]
+        assert ag["pairs"] == 0 and ag["exact_share"] is None and ag["why"].startswith(why)
+        assert "replay run --host A --host B" in ag["why"]
+        text = CliRunner().invoke(main, ["compare", str(a), str(b)]).output
+        assert f"answers A / B: not compared, {why}" in text
+    both = CliRunner().invoke(main, ["compare", str(kept), str(tmp / "run.2-sim-default.jsonl")]).output
+    assert "answers A / B: 100.0% identical over" in both
