@@ -94,6 +94,10 @@ def _head(header: dict[str, Any]) -> list[str]:
     return lines
 
 
+TOOLS_REFUSED_HINT = ("tools_refused: the host's tool calling is off; start vLLM with --enable-auto-tool-choice"
+                      " --tool-call-parser NAME (llama.cpp: --jinja), or replay with --tool-calls text")  # fmt: skip
+
+
 def _overview(s: dict[str, Any]) -> list[str]:
     w = s["window"]
     errors = f"errors {s['errors']}" + (f" {s['errors_by_class']}" if s["errors"] else "")
@@ -103,6 +107,8 @@ def _overview(s: dict[str, Any]) -> list[str]:
         + (f" · {s['invalid_usage']} with implausible usage" if s.get("invalid_usage") else ""),
         _window_line(s, w),
     ]
+    if (s.get("errors_by_class") or {}).get("tools_refused"):
+        line.append(f"  {TOOLS_REFUSED_HINT}")
     if s.get("segments"):
         gaps = [f"{g['gap_s']:,.0f} s" for g in s["segments"][1:] if g.get("gap_s") is not None]
         line.append(
