@@ -6,11 +6,13 @@ the verdict a nightly job is judged by.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from replay.clients.flavours.responses import chained_state_warning
 from replay.metrics.summary_types import as_json
 from replay.reports.detail_text import breakdown_lines, drift_lines, goodput_windows_lines, host_metrics_lines
 from replay.reports.provider_report import provider_lines
@@ -82,6 +84,9 @@ def _head(header: dict[str, Any]) -> list[str]:
         f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · {sessions}"
         f" · tool time {load.get('tool_time')} · seed {load.get('seed')}",
     ]
+    state = (header.get("request") or {}).get("responses_state")
+    if lost := chained_state_warning(state, host.get("dialect"), bool(header.get("simulated_host"))):
+        lines += textwrap.wrap(lost[0].upper() + lost[1:], 100, subsequent_indent="  ")
     padding = header.get("workload", {}).get("padding") or {}
     if padding.get("padded_tokens"):
         share = padding.get("padded_share")
@@ -94,8 +99,8 @@ def _head(header: dict[str, Any]) -> list[str]:
     return lines
 
 
-TOOLS_REFUSED_HINT = ("tools_refused: the host's tool calling is off; start vLLM with --enable-auto-tool-choice"
-                      " --tool-call-parser NAME (llama.cpp: --jinja), or replay with --tool-calls text")  # fmt: skip
+TOOLS_REFUSED_HINT = ("  tools_refused: the host's tool calling is off; start vLLM with --enable-auto-tool-choice",
+                      "  --tool-call-parser NAME (llama.cpp: --jinja), or replay with --tool-calls text")  # fmt: skip
 
 
 def _overview(s: dict[str, Any]) -> list[str]:
@@ -108,7 +113,7 @@ def _overview(s: dict[str, Any]) -> list[str]:
         _window_line(s, w),
     ]
     if (s.get("errors_by_class") or {}).get("tools_refused"):
-        line.append(f"  {TOOLS_REFUSED_HINT}")
+        line += TOOLS_REFUSED_HINT
     if s.get("segments"):
         gaps = [f"{g['gap_s']:,.0f} s" for g in s["segments"][1:] if g.get("gap_s") is not None]
         line.append(

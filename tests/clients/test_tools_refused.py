@@ -62,6 +62,6 @@ def test_a_host_without_tool_calling_is_named_with_the_way_round_it(tmp_path: Pa
         flat, flat_records, flat_text = _run(tmp_path, url, "text", "--tool-calls", "text")
     assert records and {(r["status"], r["error"]) for r in records} == {(400, "tools_refused")}  # the raw records
     assert native["errors_by_class"] == {"tools_refused": len(records)}
-    assert "--tool-calls text" in text and "--enable-auto-tool-choice --tool-call-parser" in text
+    assert "--tool-calls text" in text and "--enable-auto-tool-choice" in text and "--tool-call-parser NAME" in text
     assert flat_records and all(r["error"] is None for r in flat_records) and flat["errors"] == 0
     assert "tools_refused" not in flat_text
