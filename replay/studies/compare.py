@@ -158,7 +158,11 @@ def answers_agree(a: Side, b: Side) -> dict[str, Any]:
     ``why`` says so); none without both runs' records."""
     if a.data is None or b.data is None:
         return {}
-    return {"agreement": agreement(a.data.requests, b.data.requests)}
+    kept = [
+        bool((run.header.get("request") or {}).get("keep_answers")) or any(r.answer_text for r in run.requests)
+        for run in (a.data, b.data)
+    ]
+    return {"agreement": agreement(a.data.requests, b.data.requests, kept=(kept[0], kept[1]))}
 
 
 def _level_side(sweep: dict[str, Any], level: dict[str, Any], name: str) -> Side:

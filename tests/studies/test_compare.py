@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import orjson
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from hdrh.histogram import HdrHistogram
 
 from replay.cli import main
+from replay.metrics.agreement import agreement
 from replay.metrics.bootstrap import _draw_counts, _weighted_percentile, bootstrap
 from replay.metrics.level_figures import FIGURES, value
 from replay.records.reader import read_run
@@ -162,3 +164,15 @@ def test_compare_says_why_no_answers_were_compared(two_hosts):
         assert f"answers A / B: not compared, {why}" in text
     both = CliRunner().invoke(main, ["compare", str(kept), str(tmp / "run.2-sim-default.jsonl")]).output
     assert "answers A / B: 100.0% identical over" in both
+
+
+def test_no_pairs_say_which_run_kept_no_text_or_answered_nothing():
+    def call(text, error=None):
+        return SimpleNamespace(task=0, trajectory="t", turn=0, parent=None, attempt=1, error=error, phase="measured",
+                               answer_text=text)  # fmt: skip
+
+    kept_failed = agreement([call("a")], [call(None, "http_5xx")], kept=(True, True))
+    assert kept_failed["pairs"] == 0 and kept_failed["why"].startswith("run B: no answer to compare")
+    assert agreement([call("a")], [call(None)], kept=(True, False))["why"].startswith("run B kept no answer text")
+    assert "no call answered by both" in agreement([call("a")], [SimpleNamespace(**{**vars(call("b")), "turn": 1})],
+                                                   kept=(True, True))["why"]  # fmt: skip
