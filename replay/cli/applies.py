@@ -180,13 +180,6 @@ RULES: tuple[tuple[tuple[str, ...], Why], ...] = (
             "the virtual clock is deterministic: a repeat is the same run, which shows no noise",
         ),
     ),
-    (
-        ("out",),
-        _needs(
-            lambda m: not (m.virtual and m.command == "claims"),
-            "the virtual clock writes no run files; --json prints the verdicts",
-        ),
-    ),
 )
 
 

@@ -165,7 +165,8 @@ REQUEST = [
         "--responses-state",
         choices=["none", "previous"],
         default="none",
-        help="OpenAI Responses: send the whole context every call, or only new items with previous_response_id.",
+        help="OpenAI Responses: send the whole context every call, or only new items with previous_response_id "
+        "(vLLM then leaves the system message out of the calls it continues: a warning says so with --dialect vllm).",
     ),
     _option(
         "--history",

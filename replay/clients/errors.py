@@ -10,6 +10,8 @@
 |  | for ... tokens per min", a service tier that refuses the request): never retried |
 | ``images_refused`` | the model takes no images (a 400 saying so: vLLM, OpenAI, llama.cpp, the sim): replay the |
 |  | workload against a vision model, or import it with ``--screenshot-window 0`` |
+| ``tools_refused`` | the host's tool calling is off (vLLM without ``--enable-auto-tool-choice --tool-call-parser |
+|  | NAME``, llama.cpp without ``--jinja``): start it with them, or replay with ``--tool-calls text`` |
 | ``redirect`` | a 3xx: not followed (or, with ``--follow-redirects``, to another origin); the detail names |
 |  | the target |
 | ``http_4xx``, ``http_5xx`` | any other refusal or server error |
@@ -62,6 +64,10 @@ _IMAGES = re.compile(
     rb"|does not support image|image_url is only supported|images? (?:are|is) not supported|vision is not supported",
     re.I,
 )
+# A host whose tool calling is off: vLLM's 400 '"auto" tool choice requires --enable-auto-tool-choice and
+# --tool-call-parser to be set', llama.cpp's 'tools param requires --jinja flag' (docs/real-engines.md).
+_TOOLS = re.compile(rb"tool choice requires --enable-auto-tool-choice|--tool-call-parser to be set"
+                    rb"|tools param requires --jinja", re.IGNORECASE)  # fmt: skip
 # A limit of the tier rather than of the moment: OpenAI's 429 "Request too large for MODEL ... on tokens per min"
 # (one request above the tier's TPM), a service tier that refuses the request (Groq's performance tier, whose
 # exact wording could not be checked: docs/providers.md).
@@ -87,6 +93,8 @@ def http_error_class(status: int, body: bytes) -> str:
         return "context_overflow"
     if status in (400, 415, 422) and _IMAGES.search(head):
         return "images_refused"
+    if status in (400, 422) and _TOOLS.search(head):
+        return "tools_refused"
     if status == 413 or (status == 400 and _TOO_LARGE.search(head)):
         return "request_too_large"
     return f"http_{status // 100}xx"

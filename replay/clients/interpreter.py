@@ -2,7 +2,7 @@
 
 Reading a 500-token stream into figures takes a few hundred microseconds of CPU. When 256 streams ended in the same
 instant, each call read its own at once, and the event loop was held for a quarter of a second: no other stream's
-reads were stamped and no request was sent (issue 14). Now every finished stream goes into one queue per event
+reads were stamped and no request was sent. Now every finished stream goes into one queue per event
 loop, and one task reads them in turn, ``STEP_BYTES`` at a time, while the loop's turn has budget left
 (``replay.clients.loop_turns``, shared with the sessions' work at a call's end); between turns the loop stamps
 reads, sends requests and runs the sessions as usual. The reading costs the same; it just no longer happens in one

@@ -1,6 +1,6 @@
 """What a run of many sessions needs from this machine, checked before it starts: open files, and local ports for
 its connections (``--source-address``). A run that would run out is refused, naming the limit and the way round it,
-instead of failing thousands of calls half way (issue 30: 4,096 agents from one machine, 40,000 from a fleet)."""
+instead of failing thousands of calls half way (4,096 agents from one machine, 40,000 from a fleet)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A read is stamped when the loop polls its socket (``wire_stamps``), and the loop
 callback that was ready. When 256 streams end together, each end is a few hundred microseconds of work (the
 stream read into figures, the record written and summarised, the next call built and sent); run as they came,
 they made turns of several milliseconds, and the next calls' first tokens, arriving meanwhile, were stamped that
-much late (issue 14: +2.4 ms TTFT at 256 streams). Work that can wait a turn asks ``turn()`` first: the first such
+much late (+2.4 ms TTFT at 256 streams). Work that can wait a turn asks ``turn()`` first: the first such
 piece in a turn opens the budget, and once ``BUDGET_S`` has passed, the rest wait, in order, one let go per turn.
 The work is the same; a burst of it is only spread over turns, with the loop's poll between them.
 

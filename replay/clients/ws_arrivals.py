@@ -4,7 +4,7 @@ wake-up.
 aiohttp parses a WebSocket's bytes in the connection's ``data_received`` (its parser is compiled, and it queues the
 parsed messages for ``ws.receive()``); the task that awaits ``receive()`` runs later, after every other callback
 the loop had ready. With 32 sessions on one loop that wait was 3.8-8.3 ms at p50 against the simulated host's own
-send times, where HTTP's reader, stamped at its read, agreed to 1.3-4.5 ms on the same machine (issue 29). So the
+send times, where HTTP's reader, stamped at its read, agreed to 1.3-4.5 ms on the same machine. So the
 connection's parser is wrapped: each read takes one timestamp, and each message it queued is paired with it. The
 receiving task takes its message's stamp by identity (the control frames aiohttp answers itself, a ping, are
 skipped), so a message the wrapper never saw (a parse resumed from aiohttp's own back-pressure path) takes the

@@ -37,7 +37,7 @@ TURN_LABELS = ("0", "1", "2-3", "4-7", "8-15", "16-31", "32-63", ">=64")
 _SUMS = ("requests", "ok", "retries", "errors", "invalid_usage", "finals", "finals_failed", "prompt_tokens",
          "cached_tokens", "output_tokens", "reasoning_tokens", "prompt_tokens_est", "reusable_prefix_tokens",
          "measured", "m_est", "m_reusable", "m_reported", "m_host_prompt", "m_host_cached",
-         "m_prompt_reported")  # fmt: skip
+         "m_prompt_reported", "m_reported_est", "m_reported_reusable")  # fmt: skip
 
 
 def new_histogram() -> Histogram:
@@ -58,10 +58,12 @@ def token_scale(r: RequestRecord) -> float:
 class _Bucket:
     """One row of a breakdown: the per-call figures of the calls in it."""
 
-    __slots__ = ("decode", "est", "host_cached", "host_prompt", "reported", "requests", "reusable", "ttft")
+    __slots__ = ("decode", "est", "host_cached", "host_prompt", "reported", "reported_est", "reported_reusable",
+                 "requests", "reusable", "ttft")  # fmt: skip
 
     def __init__(self) -> None:
         self.requests = self.est = self.reusable = self.reported = self.host_prompt = self.host_cached = 0
+        self.reported_est = self.reported_reusable = 0  # the client's counts over the calls the host reported
         self.ttft, self.decode = new_histogram(), new_histogram()
 
     def add(self, r: RequestRecord) -> None:
@@ -72,26 +74,31 @@ class _Bucket:
             self.reported += 1
             self.host_prompt += r.prompt_tokens
             self.host_cached += r.cached_tokens
+            self.reported_est += r.prompt_tokens_est
+            self.reported_reusable += r.reusable_prefix_tokens
         if r.t_first_token is not None:
             self.ttft.record_value(_clip((r.t_first_token - r.t_sent) * US))
         if (speed := decode_tps(r)) is not None:
             self.decode.record_value(_clip(speed * TPS_SCALE))
 
     def merge(self, other: _Bucket) -> None:
-        for name in ("requests", "est", "reusable", "reported", "host_prompt", "host_cached"):
+        for name in ("requests", "est", "reusable", "reported", "host_prompt", "host_cached", "reported_est",
+                     "reported_reusable"):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.ttft.add(other.ttft)
         self.decode.add(other.decode)
 
     def encode(self) -> list[Any]:
         return [self.requests, self.est, self.reusable, self.reported, self.host_prompt, self.host_cached,
-                _enc(self.ttft), _enc(self.decode)]  # fmt: skip
+                _enc(self.ttft), _enc(self.decode), self.reported_est, self.reported_reusable]  # fmt: skip
 
     @classmethod
     def decode_from(cls, data: list[Any]) -> _Bucket:
         b = cls()
         b.requests, b.est, b.reusable, b.reported, b.host_prompt, b.host_cached = data[:6]
         b.ttft, b.decode = _dec(data[6]), _dec(data[7])
+        # written before the client's counts over the reported calls were kept: those of all its calls, as then
+        b.reported_est, b.reported_reusable = data[8:10] if len(data) >= 10 else (b.est, b.reusable)
         return b
 
 
@@ -184,6 +191,8 @@ class Accumulator:
             s["m_reported"] += 1
             s["m_host_prompt"] += r.prompt_tokens
             s["m_host_cached"] += r.cached_tokens
+            s["m_reported_est"] += r.prompt_tokens_est
+            s["m_reported_reusable"] += r.reusable_prefix_tokens
         if r.t_first_token:
             h["ttft"].record_value(_clip((r.t_first_token - r.t_sent) * US))
         if r.t_first_answer:
@@ -272,6 +281,8 @@ class Accumulator:
     def decode(cls, data: dict[str, Any]) -> Accumulator:
         acc = cls()
         acc.sums.update(data["sums"])
+        if "m_reported_est" not in data["sums"]:  # written before these were kept: all calls' counts, as then
+            acc.sums["m_reported_est"], acc.sums["m_reported_reusable"] = acc.sums["m_est"], acc.sums["m_reusable"]
         acc.errors_by_class = dict(data["errors_by_class"])
         acc.hist = {name: _dec(data["hist"].get(name)) for name in HISTOGRAMS}
         acc.tokens = {(tuple(k) if isinstance(k, list) else k): list(v) for k, v in data["tokens"]}

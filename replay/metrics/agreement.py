@@ -53,13 +53,31 @@ def first_difference(a: str, b: str) -> int:
     return lo
 
 
-def agreement(a: Iterable[Answered], b: Iterable[Answered], tokenizer: Tokenizer | None = None) -> dict[str, Any]:
-    """The ``agreement`` of two runs' answers (see the module's doc); ``pairs`` says how many calls it covers."""
+KEPT_BY = "only hosts run side by side in one `replay run --host A --host B` keep each answer's text (answer_text)"
+
+
+def _why_none(counts: dict[str, int], kept: tuple[bool, bool] | None) -> str:
+    """Why no pair was compared: which run kept no answer text (and what keeps it; ``kept``: whether each run was
+    asked to, when known), which one had no answered call to compare, or that no call matched."""
+    if kept is not None and not all(kept):
+        if not any(kept):
+            return f"neither run kept its answers' text: {KEPT_BY}; runs recorded apart cannot be compared"
+        return f"run {'AB'[kept.index(False)]} kept no answer text: {KEPT_BY}"
+    none = [side for side in ("a", "b") if not counts[f"answered_{side}"]]
+    if none:
+        return f"run {' and '.join(n.upper() for n in none)}: no answer to compare (no measured call answered)"
+    return "no call answered by both: the runs replayed other tasks, turns or subagents"
+
+
+def agreement(a: Iterable[Answered], b: Iterable[Answered], tokenizer: Tokenizer | None = None,
+              kept: tuple[bool, bool] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The ``agreement`` of two runs' answers (see the module's doc); ``pairs`` says how many calls it covers, and
+    ``why`` why there are none (``kept``: whether each run kept its answers' text, as its header says)."""
     answers_a, answers_b = _answers(a), _answers(b)
     keys = sorted(answers_a.keys() & answers_b.keys(), key=repr)
     out: dict[str, Any] = {"pairs": len(keys), "answered_a": len(answers_a), "answered_b": len(answers_b)}
     if not keys:
-        return out | {"exact_share": None, "first_divergence_mean": None}
+        return out | {"exact_share": None, "first_divergence_mean": None, "why": _why_none(out, kept)}
     tok = tokenizer or get_tokenizer()
     positions = []
     for k in keys:

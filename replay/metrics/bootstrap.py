@@ -12,8 +12,8 @@ Two resampling units, each the one its figure is made of (docs/studies.md):
   drawn with replacement. This ignores the correlation between neighbouring sub-windows, so it understates
   the noise of a host whose rate drifts slowly.
 
-Percentiles here are the summary's own (``replay.histogram``: values held at 3 significant digits, ranked by
-round(p × n / 100)), over the draw (weights = how often each task was drawn); the point estimates a comparison
+Percentiles here are the summary's own (``replay.histogram``: values held at 3 significant digits, ranked by its
+``rank``, ⌈p × n / 100⌉), over the draw (weights = how often each task was drawn); the point estimates a comparison
 shows are always the summary's own figures.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from replay.histogram import TPS_SCALE, US, equivalent, units
+from replay.histogram import TPS_SCALE, US, equivalent, rank, units
 from replay.metrics.recipes.recipe_tally import decode_tps
 from replay.metrics.summary import steady_window
 from replay.records.run_file import RequestRecord, RunData
@@ -84,7 +84,7 @@ def _weighted_percentile(values: np.ndarray, codes: np.ndarray, counts: np.ndarr
     for start in range(0, counts.shape[0], ROWS_PER_CHUNK):
         w = counts[start : start + ROWS_PER_CHUNK][:, c]
         cum = np.cumsum(w, axis=1)
-        target = np.maximum((min(q, 100.0) * cum[:, -1] / 100 + 0.5).astype(np.int64), 1)  # histogram.rank
+        target = np.array([rank(q, int(total)) for total in cum[:, -1]], dtype=np.int64)
         idx = np.argmax(cum >= target[:, None], axis=1)
         out[start : start + ROWS_PER_CHUNK] = v[idx]
     return out

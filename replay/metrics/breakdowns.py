@@ -44,6 +44,7 @@ def _ratio(num: float, den: float) -> float | None:
 def _row(label: str, low: int, high: int | None, b: Any) -> dict[str, Any]:
     hit = _ratio(b.host_cached, b.host_prompt) if b.reported else None
     reuse = _ratio(b.reusable, b.est)
+    reuse_of_reported = _ratio(b.reported_reusable, b.reported_est)  # the efficiency's: over the same calls as hit
     return {
         "bucket": label,
         "low": low,
@@ -51,7 +52,7 @@ def _row(label: str, low: int, high: int | None, b: Any) -> dict[str, Any]:
         "requests": b.requests,
         "host_hit_ratio": hit,
         "client_reuse_ratio": reuse,
-        "cache_efficiency": hit / reuse if (hit is not None and reuse) else None,
+        "cache_efficiency": hit / reuse_of_reported if (hit is not None and reuse_of_reported) else None,
         "ttft_s": read_percentiles(b.ttft, (50, 95), US),
         "decode_tps": read_percentiles(b.decode, (25, 50), TPS_SCALE),
     }

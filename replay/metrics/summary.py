@@ -300,14 +300,16 @@ def _throughput(acc: Accumulator, seconds: float, key: Any, gpus: int | None, po
 
 
 def _cache(acc: Accumulator) -> CacheFigures:
-    """Client reuse and host hits as ratios of their own prompt counts (tokenizers differ)."""
+    """Client reuse and host hits as ratios of their own prompt counts (tokenizers differ); the efficiency sets
+    the host's hit ratio beside the client's reuse over the same calls: those the host reported cached tokens of."""
     s = acc.sums
     reuse = _ratio(s["m_reusable"], s["m_est"])
     hit = _ratio(s["m_host_cached"], s["m_host_prompt"])
+    reuse_of_reported = _ratio(s["m_reported_reusable"], s["m_reported_est"])
     return CacheFigures(
         client_reuse_ratio=reuse,
         host_hit_ratio=hit,
-        efficiency=(hit / reuse) if (hit is not None and reuse) else None,
+        efficiency=(hit / reuse_of_reported) if (hit is not None and reuse_of_reported) else None,
         requests_with_cached_tokens=s["m_reported"],
         requests=s["measured"],
     )

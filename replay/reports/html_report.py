@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from replay.clients.flavours.responses import chained_state_warning
 from replay.metrics.breakdowns import ttft_s
 from replay.metrics.timeline import series, session_intervals
 from replay.metrics.windows import series as window_series
@@ -145,9 +146,12 @@ def meta_lines(rep: RunReport) -> list[str]:
     errors = f", {s['errors']} errors {s['errors_by_class']}" if s["errors"] else ", no errors"
     padded = work.get("padded_tokens")
     pad = f" · {padded:,} stand-in tokens padded (--unrecorded-context pad)" if padded else ""
+    over = " over WebSocket" if host.get("transport") == "websocket" else ""
+    lost = chained_state_warning((h.get("request") or {}).get("responses_state"), host.get("dialect"), bool(sim))
     return [
-        f"replay {h.get('replay_version', '')} · {h.get('created', '')} · host {host.get('base_url')} · model"
-        f" {host.get('model')}{sim}",
+        f"replay {h.get('replay_version', '')} · {h.get('created', '')} · host {host.get('base_url')}"
+        f" ({host.get('api', 'chat')}{over}) · model {host.get('model')}{sim}",
+        *([lost[0].upper() + lost[1:]] if lost else []),
         f"workload {work.get('trajectories')} trajectories, {work.get('turns')} turns{pad} · concurrency"
         f" {load.get('concurrency')} · tool time {load.get('tool_time')} · seed {load.get('seed')}",
         f"{s['requests']:,} calls{errors}",

@@ -1,5 +1,5 @@
-"""The summary's figures as page sections: the headline block, then latency, throughput, cache, tasks, client
-and the truth check, the same figures as the text report (replay.reports.text_report), grouped the same way.
+"""The summary's figures as page sections: the headline block, then latency, throughput, cache, tasks, answers,
+client and the truth check, the same figures as the text report (replay.reports.text_report), grouped the same way.
 
 Every function takes a ``RunReport`` and returns a ``Section`` (or ``None`` when the run has nothing for it).
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.reports.html_answers import answers
 from replay.reports.html_page import Section, note, num, paragraph, pct, secs, table, text, tiles
 from replay.reports.html_served import served
 from replay.reports.report_input import RunReport
@@ -199,4 +200,4 @@ def truth(rep: RunReport) -> Section | None:
     return Section("truth", "Against the host's truth log", body)
 
 
-SUMMARY_SECTIONS = (headline, latency, throughput, cache, tasks, client, served, truth)
+SUMMARY_SECTIONS = (headline, latency, throughput, cache, tasks, answers, client, served, truth)

@@ -6,11 +6,13 @@ the verdict a nightly job is judged by.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
+from replay.clients.flavours.responses import chained_state_warning
 from replay.metrics.summary_types import as_json
 from replay.reports.detail_text import breakdown_lines, drift_lines, goodput_windows_lines, host_metrics_lines
 from replay.reports.provider_report import provider_lines
@@ -78,12 +80,16 @@ def _head(header: dict[str, Any]) -> list[str]:
     ol = header.get("open_loop")  # an open loop's sessions: at most max_live at once (--concurrency is its default)
     sessions = (f"open loop {ol.get('arrivals')}, at most {ol.get('max_live')} live sessions" if ol
                 else f"concurrency {load.get('concurrency')}")  # fmt: skip
+    over = " over WebSocket" if host.get("transport") == "websocket" else ""  # Responses on one socket per session
     lines = [
-        f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}) · model"
+        f"replay {header.get('replay_version', '')} · {host.get('base_url')} ({host.get('api', 'chat')}{over}) · model"
         f" {host.get('model')}{sim}",
         f"workload {plural(header.get('workload', {}).get('trajectories') or 0, 'trajectory')} · {sessions}"
         f" · tool time {load.get('tool_time')} · seed {load.get('seed')}",
     ]
+    state = (header.get("request") or {}).get("responses_state")
+    if lost := chained_state_warning(state, host.get("dialect"), bool(header.get("simulated_host"))):
+        lines += textwrap.wrap(lost[0].upper() + lost[1:], 100, subsequent_indent="  ")
     padding = header.get("workload", {}).get("padding") or {}
     if padding.get("padded_tokens"):
         share = padding.get("padded_share")
@@ -96,6 +102,10 @@ def _head(header: dict[str, Any]) -> list[str]:
     return lines
 
 
+TOOLS_REFUSED_HINT = ("  tools_refused: the host's tool calling is off; start vLLM with --enable-auto-tool-choice",
+                      "  --tool-call-parser NAME (llama.cpp: --jinja), or replay with --tool-calls text")  # fmt: skip
+
+
 def _overview(s: dict[str, Any]) -> list[str]:
     w = s["window"]
     errors = f"errors {s['errors']}" + (f" {s['errors_by_class']}" if s["errors"] else "")
@@ -105,6 +115,8 @@ def _overview(s: dict[str, Any]) -> list[str]:
         + (f" · {s['invalid_usage']} with implausible usage" if s.get("invalid_usage") else ""),
         _window_line(s, w),
     ]
+    if (s.get("errors_by_class") or {}).get("tools_refused"):
+        line += TOOLS_REFUSED_HINT
     if s.get("segments"):
         gaps = [f"{g['gap_s']:,.0f} s" for g in s["segments"][1:] if g.get("gap_s") is not None]
         line.append(

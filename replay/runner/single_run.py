@@ -16,6 +16,7 @@ from replay import event_loop
 from replay.clients import tls
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
+from replay.clients.flavours.responses import chained_state_warning
 from replay.clients.host import CONNECTIONS, TRANSPORTS, HostConfig
 from replay.clients.limits import LimitError, check_ports, check_source_addresses, ensure_open_files
 from replay.clients.transport import Transport
@@ -310,6 +311,8 @@ class _Run:
         spec = self.spec
         if host.insecure:  # loud: on the terminal now, and in the header (host.insecure) for every report
             print(tls.INSECURE_WARNING, file=sys.stderr, flush=True)
+        if lost := chained_state_warning(spec.responses_state, self.resolved.dialect, sim is not None):
+            print(lost, file=sys.stderr, flush=True)  # and in every report of the run (from its header)
         header = build_header(spec, host, self.workload, sim, self.truth_log) | recipe_header(spec)
         header["host"] |= self.resolved.public()  # preset, dialect, GPUs, power, rate card: reports and cost use them
         if spec.workers > 1 or spec.ray:

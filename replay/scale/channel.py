@@ -5,7 +5,7 @@ messages (the job is megabytes; a remote worker's key challenge and clock pings)
 loops, and a blocking ``Connection`` is the wrong tool: an event loop watching a socket (uvloop's ``add_reader``,
 libuv's poll) makes it non-blocking, and then ``Connection.send`` raises ``BlockingIOError`` when the buffer is full
 and ``recv`` raises it on half a message. Both read as "the other end is gone": that is how ``--workers 2`` ran a
-worker with no task at ``-c 600`` and both with none at ``-c 1024`` (issue 30). Here the socket is an asyncio
+worker with no task at ``-c 600`` and both with none at ``-c 1024``. Here the socket is an asyncio
 transport: writes are buffered by the loop and never block or fail half way; reads are parsed into whole frames.
 
 A frame is what ``Connection`` writes (a 4-byte big-endian length, or -1 and an 8-byte one past 2 GiB, then a

@@ -154,12 +154,15 @@ def compare_runs(a: Side, b: Side, resamples: int = RESAMPLES, seed: int = 0) ->
 
 
 def answers_agree(a: Side, b: Side) -> dict[str, Any]:
-    """``agreement`` of the two runs' answers, when both kept them (replay run --host A --host B does)."""
+    """``agreement`` of the two runs' answers (replay run --host A --host B keeps them; when a run kept none, its
+    ``why`` says so); none without both runs' records."""
     if a.data is None or b.data is None:
         return {}
-    if not any(r.answer_text is not None for r in a.data.requests):
-        return {}
-    return {"agreement": agreement(a.data.requests, b.data.requests)}
+    kept = [
+        bool((run.header.get("request") or {}).get("keep_answers")) or any(r.answer_text for r in run.requests)
+        for run in (a.data, b.data)
+    ]
+    return {"agreement": agreement(a.data.requests, b.data.requests, kept=(kept[0], kept[1]))}
 
 
 def _level_side(sweep: dict[str, Any], level: dict[str, Any], name: str) -> Side:

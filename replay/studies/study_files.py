@@ -2,7 +2,7 @@
 
 An index says how a study was made and names its run files relative to itself, so a directory moved whole still
 reports; each figure is rebuilt from the run files (``summarize_file``), as ``replay report`` does for one run.
-Levels measured on the virtual clock have no run file: their summary is kept in the index instead.
+Virtual-clock levels have run files as real ones do; an index written before they had kept their summary instead.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def relative(path: Path, base: Path) -> str:
 
 
 def level_entry(lv: Level, base: Path) -> dict[str, Any]:
-    """How an index records one level: its run file (relative to the index), or its summary (virtual clock)."""
+    """How an index records one level: its run file (relative to the index), or its summary (a level without one)."""
     entry: dict[str, Any] = {"concurrency": lv.concurrency, "attempt": lv.attempt}
     if lv.run is None:
         entry["summary"] = lv.summary
@@ -66,7 +66,7 @@ def read_index(path: Path, fmt: str) -> dict[str, Any]:
 
 
 def run_path(entry: dict[str, Any], index_path: Path) -> str | None:
-    """Where an entry's run file is, seen from here (None for a virtual level)."""
+    """Where an entry's run file is, seen from here (None for a level without one)."""
     if "run" not in entry:
         return None
     run = Path(entry["run"])
@@ -74,7 +74,7 @@ def run_path(entry: dict[str, Any], index_path: Path) -> str | None:
 
 
 def level_summary(entry: dict[str, Any], index_path: Path) -> dict[str, Any]:
-    """A level's summary: kept in the index (virtual clock) or rebuilt from its run file."""
+    """A level's summary: kept in the index (an older virtual-clock index) or rebuilt from its run file."""
     if "summary" in entry:
         return entry["summary"]
     run = run_path(entry, index_path)

@@ -4,8 +4,8 @@ the frontier made from them.
 The index (``sweep.json``, format ``replay.sweep/1``) says how the sweep was made (host, window, warm-up, rule,
 SLO, hardware) and names each level's run file, relative to itself; ``replay report sweep.json`` rebuilds every
 figure from those run files, as ``replay report`` does for one run. It is rewritten after every level, so a
-sweep cut short keeps what it measured. A virtual-clock sweep has no run files: its index holds each level's
-summary.
+sweep cut short keeps what it measured. A virtual-clock sweep has run files too (an index written before it had
+holds each level's summary instead).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str |
         said = [f"node {n['node']}" + ("" if n.get("lost") else f" ({n['lost_workers']} of its {n['workers']} workers)")
                 + f", {n['lost_in_flight']} calls in flight lost" for n in lost]  # fmt: skip
         return f"the run lost {'; '.join(said)} mid-run"
-    if not summary.get("requests"):  # nothing was measured, whatever stopped it (issue 30: a run that sent nothing)
+    if not summary.get("requests"):  # nothing was measured, whatever stopped it (a run that sent nothing)
         return f"the run sent no call (stop: {reason or 'unknown'}): nothing was measured"
     classes = summary.get("errors_by_class") or {}
     if summary.get("requests") and classes.get("connect", 0) + classes.get("tls", 0) == summary["requests"]:

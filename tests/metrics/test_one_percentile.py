@@ -92,3 +92,14 @@ def test_values_read_as_a_histogram_of_them_reads() -> None:
         held.record_many(values, US, weights)
         ps = (0, 1, 10, 25, 50, 75, 90, 99, 100)
         assert percentiles(values, ps, US, weights) == {f"p{p:g}": held.percentile(p, US) for p in ps}
+
+
+def test_the_bootstrap_ranks_as_the_summary_does() -> None:
+    """p99 of 64 values: the rank ⌈0.99 × 64⌉ is the 64th value (rounding 63.36 reads the 63rd)."""
+    values = np.arange(1, 65, dtype=np.float64) / 1000  # 1 .. 64 ms, distinct and held exactly
+    ones = np.ones((3, len(values)), dtype=np.int64)
+    for q in (99, 95, 50, 1):
+        want = _hdr(list(values), q, US)
+        assert np.all(_weighted_percentile(values, np.arange(len(values)), ones, q) == want)
+        assert percentile(values, q, US) == want
+    assert _hdr(list(values), 99, US) > values[-2] * 1.0005  # the 64th value, not the 63rd

@@ -92,3 +92,6 @@ def test_cache_ratios(run):
     assert c["client_reuse_ratio"] == pytest.approx(o["client_reuse_ratio"], rel=1e-12)
     assert c["host_hit_ratio"] == pytest.approx(o["host_hit_ratio"], rel=1e-12)
     assert c["requests_with_cached_tokens"] == o["with_cached_count"] and c["requests"] == o["measured"]
+    # the efficiency sets the hit ratio beside the client's reuse of the same calls: those the host reported
+    if o["host_hit_ratio"] is not None and o["reported_reuse_ratio"]:
+        assert c["efficiency"] == pytest.approx(o["host_hit_ratio"] / o["reported_reuse_ratio"], rel=1e-12)

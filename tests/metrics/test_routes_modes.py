@@ -228,3 +228,31 @@ def test_identity_tallies_merge_and_travel() -> None:
     assert sum(a.idents.values()) == 5
     assert a.fallbacks == {"m\x1ffallback:x\x1f": 2} and a.fallback_by == {"x-replay-route": 2}  # the sim's label
     assert sorted(a.load) == [2, 3]
+
+
+def test_an_answered_tier_is_not_a_route(tmp_path: Path) -> None:
+    """A Responses host that names no route (vLLM, OpenAI) answers ``service_tier: auto``: a tier, not a route. The
+    embedded host's run file with its route header taken out stands for it."""
+    work = tmp_path / "w.jsonl"
+    for i in range(3):
+        write_trajectory(work, f"w{i}", simple_turns(3, output_tokens=12))
+    spec = RunSpec(trajectories=[str(work)], api="responses", load=LoadConfig(concurrency=2, tool_time=ToolTimePolicy
+                   .parse("none")), out=str(tmp_path / "run.jsonl"), sim_profile="fast", progress=False)  # fmt: skip
+    execute(spec)
+    lines = []
+    for line in (tmp_path / "run.jsonl").read_bytes().splitlines():
+        rec = orjson.loads(line)
+        if rec.get("type") == "request":
+            rec["headers"].pop("x-replay-route")
+        lines.append(orjson.dumps(rec))
+    (tmp_path / "norouted.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    raw = [orjson.loads(line) for line in lines]
+    ok = [r for r in raw if r.get("type") == "request" and r.get("error") is None]
+    tiers = {r["served"]["service_tier"] for r in ok}
+    assert ok and tiers == {"auto"}  # counted here from the raw records
+    summary = summarize(read_run(tmp_path / "norouted.jsonl"))
+    assert summary["routes"] == {} and summary["served"]["routes"] == {}
+    assert summary["service_tiers"] == {"auto": 1.0} and summary["served"]["tiers"] == {"auto": 1.0}
+    assert all("route" not in m for m in summary["speed_modes"])
+    text = to_text(summary)
+    assert "routes:" not in text and "service tier answered: auto" in text

@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from replay.cli import main
+from replay.reports.html_answers import answers
+from replay.reports.report_input import RunReport
 from tests.support.trajectories import simple_turns, write_trajectory
 
 
@@ -119,3 +121,36 @@ def test_answers_that_differ_are_counted_with_where_they_differ(tmp_path: Path) 
     assert ag["exact_share"] == pytest.approx(1 - corrupted / len(faulty), abs=1e-12)
     assert ag["differing"] == corrupted and ag["first_divergence_mean"] == 1.0  # " the" agreed, then " the" ≠ " of"
     assert agreement(read_run(paths[0]).requests, read_run(paths[1]).requests) == ag
+
+
+def test_the_html_report_has_the_answer_checks_the_text_report_has(tmp_path: Path) -> None:
+    """The page's Answers section: the same figures as the text report's block, counted here from the raw records,
+    and its warning when a forced length was not honoured."""
+    pytest.importorskip("matplotlib")
+    work = workload(tmp_path / "w.jsonl", n=4, turns=4, output_tokens=200)
+    profile = tmp_path / "eos.toml"
+    profile.write_text('base = "instant"\nnatural_output_tokens = 100\n')  # answers end after 100 tokens on average
+    out, page = tmp_path / "a.jsonl", tmp_path / "a.html"
+    cli(["run", str(work), "-c", "4", "--sim-profile-file", str(profile), "--out", str(out), "-q", "--json"])
+    res = CliRunner().invoke(main, ["report", str(out), "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    requests = [r for r in lines(out, "request") if r["error"] is None]
+    short = sum(r["answer_check"]["length"] == "stop" for r in requests)
+    assert 0 < short < len(requests)
+    html = page.read_text()
+    assert '<section id="answers"><h2>Answers</h2>' in html and 'href="#answers"' in html
+    section = html.split('<section id="answers">')[1].split("</section>")[0]
+    assert f'<td>calls checked</td><td class="n">{len(requests):,}</td>' in section
+    assert f"{100 * short / len(requests):.1f}% ({short} of {len(requests)}: stop {short})" in section
+    assert "not checked (--check-answers)" in section and "was not honoured" not in section
+    said = CliRunner().invoke(main, ["report", str(out)]).output  # the text report's block, the same figures
+    assert f"shorter than asked {100 * short / len(requests):.1f}% ({short} of {len(requests)}: stop {short})" in said
+
+
+def test_the_html_answers_warn_when_a_forced_length_was_not_honoured() -> None:
+    a = {"checked": 4, "short_share": 0.25, "tool_call_invalid_share": None, "degenerate_share": None,
+         "empty_share": 0.0, "length_short": 1, "length_checked": 4, "short_by_reason": {"stop": 1, "lowered": 0},
+         "tool_calls_made": 0, "text_checked": 0, "forced": False}  # fmt: skip
+    section = answers(RunReport(run=None, summary={"answers": a}))  # type: ignore[arg-type]
+    assert section is not None and "--force-output-length was not honoured: 1 of 4 answers" in section.body
+    assert answers(RunReport(run=None, summary={"answers": None})) is None  # type: ignore[arg-type]

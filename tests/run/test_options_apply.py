@@ -1,8 +1,8 @@
 """No silent options (issue 24): every option of run, sweep, capacity and claims verify, in a mode where it does
 nothing, is refused with exit code 1 and a line naming it; in a mode where it applies, it is taken.
 
-``--sim-faults`` against a URL host, ``--slo-tier`` without its recipe, ``--max-live`` without ``--arrivals`` and
-``claims verify --virtual --out DIR`` used to be accepted and ignored. The table below names every option of the
+``--sim-faults`` against a URL host, ``--slo-tier`` without its recipe and ``--max-live`` without ``--arrivals`` used
+to be accepted and ignored. The table below names every option of the
 four commands, either with the modes where it does nothing and where it applies, or with why it applies in every
 mode; a new option missing from it fails ``test_every_option_is_in_the_table``. The runs given are stopped before
 any host starts by a workload file that does not exist: an option error comes before it, so the error line says
@@ -72,7 +72,6 @@ REFUSED: list[tuple[tuple[str, ...], list[str], list[list[str]], list[list[str]]
     (RUN, ["--baseline-tolerance", "20%"], [[]], [["--baseline", CLAIMS]]),
     (RUN, ["--abort-on-fail"], [[]], [["--threshold", "ttft_p95<2s"]]),
     (("capacity",), ["--repeats", "2"], [V], [[]]),
-    (("claims",), ["--out", "claims-out"], [V], [[]]),
     (ALL, ["--cache-control", "auto"], [[]], [["--api", "anthropic"]]),
     (ALL, ["--responses-state", "previous"], [[]], [["--api", "responses"]]),
     (ALL, ["--speed", "fast"], [["--dialect", "groq", *URL]], [["--dialect", "anthropic", *URL], URL]),

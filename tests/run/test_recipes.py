@@ -94,8 +94,10 @@ def test_a_sixty_second_run_on_another_corpus_is_invalid_and_says_why(weka, tmp_
     assert run.header["workload"]["fingerprint"] == summary["run"]["workload"]["fingerprint"] == have
     assert run.header["recipe"]["corpus"] == {"name": "semianalysis_cc_traces_weka_062126", "fingerprint": other}
     reasons = [r for r in summary["invalid_reasons"] if r.startswith("corpus_mismatch:")]
-    assert reasons == [f"corpus_mismatch: the workload's fingerprint is {have}, the run requires {other}"
-                       " (semianalysis_cc_traces_weka_062126)"]  # fmt: skip
+    assert reasons == [f"corpus_mismatch: the workload's fingerprint is {have}, the run requires {other} (given by"
+                       " --recipe-fingerprint; the recipe pins semianalysis_cc_traces_weka_062126, whose fingerprint"
+                       " replay cannot know)"]  # fmt: skip
+    assert f"requires {other} (semianalysis" not in " ".join(summary["invalid_reasons"])  # not named as that corpus
     assert summary["corpus"] == {"name": "semianalysis_cc_traces_weka_062126", "required": other,
                                  "fingerprint": have, "matches": False}  # fmt: skip
     assert summarize(run)["invalid_reasons"] == summary["invalid_reasons"]  # from the run file alone

@@ -6,6 +6,7 @@ import struct
 import numpy as np
 import pytest
 
+from replay.clients.flavours.completions import message_text
 from replay.sim.core.prompt import REPLY_PRIMING, PromptTokenizer, message_token_ids
 from replay.workload.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, get_tokenizer
 
@@ -116,3 +117,28 @@ def test_roles_frame_differently_outside_the_vocabulary():
 async def test_malformed_messages_raise_value_error(message):
     with pytest.raises(ValueError):
         await PromptTokenizer().prompt_ids([message])
+
+
+def _completions_prompt(messages: list[dict]) -> str:
+    return "".join(message_text(m) for m in messages) + "### assistant\n"
+
+
+async def test_a_completions_prompt_is_tokenised_once_per_message_as_chat_is():
+    """A completions prompt (the client's rendering) costs the host the new messages only, as a chat prompt does,
+    and its ids are still the whole text's: markdown headings, comments and blank lines in the messages included."""
+    counting = CountingTokenizer()
+    prompts = PromptTokenizer(counting)
+    history = [
+        {"role": "system", "content": "You are a coding agent.\n\n### Rules\n\n- be brief\n"},
+        {"role": "user", "content": "## Task\n\n### Step 1\nFix the parser.\n\n### user\nnot a message\n\n"},
+    ]
+    for turn in range(12):
+        history += [
+            {"role": "assistant", "content": f"Turn {turn}.", "tool_calls": [TOOL_CALL]},
+            {"role": "tool", "content": f"# parser.py\ndef f{turn}():\n    # a comment\n\n\n### not a header {turn}\n"},
+        ]
+        text = _completions_prompt(history)
+        ids = await prompts.text_ids(text)
+        assert ids.dtype == np.int32 and ids.tolist() == get_tokenizer().encode(text)
+    encoded = sum(len(t) for t in counting.calls)
+    assert encoded <= len(text)  # each message once: not the whole prompt again at every turn (~7x the last one)

@@ -16,6 +16,9 @@ from replay.cli import main
 from replay.loops.closed_loop import LoadConfig
 from replay.metrics.truth_compare import client_token_times, compare, host_token_times, load_truth
 from replay.records.reader import read_run
+from replay.reports.html_report import meta_lines
+from replay.reports.report_input import RunReport
+from replay.reports.text_report import to_text
 from replay.runner.embedded_host import embedded_host
 from replay.runner.single_run import RunSpec, execute
 from replay.sessions.tool_time import ToolTimePolicy
@@ -178,3 +181,12 @@ def test_websocket_is_refused_where_it_does_nothing(tmp_path, args, said):
     work = write_trajectory(tmp_path / "w.jsonl", "t", simple_turns(1))
     res = CliRunner().invoke(main, [args[0], str(work), "-q", "--out", str(tmp_path / "r.jsonl"), *args[1:]])
     assert res.exit_code == 1 and said in res.output, res.output
+
+
+def test_the_report_header_says_which_transport_carried_the_calls(ws32):
+    for transport, said in (("websocket", True), ("http", False)):
+        run, _, summary = ws32[transport]
+        head = to_text(summary, run.header).splitlines()[0]
+        assert ("(responses over WebSocket)" in head) is said and "(responses" in head, head
+        meta = meta_lines(RunReport(run=run, summary=summary.to_dict()))[0]  # the HTML page's, the same words
+        assert ("(responses over WebSocket)" in meta) is said and "(responses" in meta, meta

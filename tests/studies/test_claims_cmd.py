@@ -119,3 +119,20 @@ def test_a_small_claims_file_run_for_real(tmp_path):
     assert impossible["measured"] == speed["measured"] and impossible["verdict"] == "fail"
     assert [c["name"] for c in doc["claims"] if c["verdict"] != "pass"] == [impossible["name"]], doc["claims"]
     assert "gpus: claimed 1, host 1" in total["matched"]
+
+
+def test_virtual_levels_write_their_run_files_where_out_says(tmp_path, monkeypatch):
+    """The virtual clock writes a run file per level as real time does: ``--out DIR`` is taken, and nothing goes to
+    ./replay-runs."""
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "w.jsonl"
+    for i in range(2):
+        write_trajectory(work, f"w{i}", simple_turns(3, output_tokens=16, tool_time_s=0.02))
+    claims = tmp_path / "claims.toml"
+    claims.write_text(CLAIMS.format(total_per_min="10k"))
+    doc = _verify([str(claims), str(work), "--virtual", "--out", str(tmp_path / "runs")])
+    assert doc["mode"] == "virtual clock" and set(doc["levels"]) == {"1", "2"}
+    for path in doc["levels"].values():
+        assert Path(path).parent == tmp_path / "runs" and Path(path).stat().st_size > 0
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["c1.jsonl", "c2.jsonl"]
+    assert not (tmp_path / "replay-runs").exists()

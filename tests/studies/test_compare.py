@@ -3,7 +3,9 @@ against the bootstrap's noise, costs from the hourly price; the bootstrap's resa
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import orjson
@@ -12,6 +14,7 @@ from click.testing import CliRunner
 from hdrh.histogram import HdrHistogram
 
 from replay.cli import main
+from replay.metrics.agreement import agreement
 from replay.metrics.bootstrap import _draw_counts, _weighted_percentile, bootstrap
 from replay.metrics.level_figures import FIGURES, value
 from replay.records.reader import read_run
@@ -109,11 +112,12 @@ def test_compare_refuses_a_run_against_a_sweep(two_hosts, tmp_path):
 
 
 def _hdr(values, q: float) -> float:
-    """An HdrHistogram's percentile (the hdrh library itself, not replay's code), in seconds held as µs."""
+    """The summary's percentile counted here: values held as an HdrHistogram holds them (the hdrh library itself,
+    not replay's code) in seconds as µs, at the nearest rank ⌈q n / 100⌉ (hdrh's own rank rounds; the summary's
+    takes the ceiling)."""
     h = HdrHistogram(1, 2**40, 3)
-    for v in values:
-        h.record_value(max(round(v * 1e6), 1))
-    return h.get_value_at_percentile(q) / 1e6
+    held = sorted(h.get_highest_equivalent_value(max(round(v * 1e6), 1)) for v in values)
+    return held[max(math.ceil(round(q * len(held) / 100, 9)), 1) - 1] / 1e6
 
 
 def test_weighted_percentile_is_the_summarys_percentile_of_the_draw():
@@ -139,3 +143,36 @@ def test_bootstrap_of_a_run_centres_on_its_figures(two_hosts):
     for key in ("throughput.total_tps", "ttft_s.p50", "user_decode_tps.p25", "tasks.wall_s"):
         lo, hi = np.percentile(boot[key], (1, 99))
         assert lo <= value(summary, key) * 1.01 and value(summary, key) * 0.99 <= hi, key
+
+
+def test_compare_says_why_no_answers_were_compared(two_hosts):
+    """Runs recorded apart keep no answer text (only `replay run --host A --host B` does): the comparison says so
+    and what keeps it, instead of a bare 0 pairs; runs of hosts side by side are compared in the text too."""
+    tmp, _ = two_hosts
+    kept = tmp / "run.1-sim-fast.jsonl"
+    apart = tmp / "apart.jsonl"
+    args = ["run", str(tmp / "w.jsonl"), "--sim-profile", "fast", "-c", "3", "--duration", "1", "--out", str(apart)]
+    assert CliRunner().invoke(main, [*args, "-q", "--json"]).exit_code == 0
+    records = [r for line in apart.read_bytes().splitlines() if (r := orjson.loads(line))["type"] == "request"]
+    assert records and all(r["answer_text"] is None for r in records)  # recorded apart: no text kept
+    for a, b, why in ((apart, apart, "neither run kept its answers' text"), (kept, apart, "run B kept no answer text")):
+        res = CliRunner().invoke(main, ["compare", str(a), str(b), "--json"])
+        ag = orjson.loads(res.stdout)["agreement"]
+        assert ag["pairs"] == 0 and ag["exact_share"] is None and ag["why"].startswith(why)
+        assert "replay run --host A --host B" in ag["why"]
+        text = CliRunner().invoke(main, ["compare", str(a), str(b)]).output
+        assert f"answers A / B: not compared, {why}" in text
+    both = CliRunner().invoke(main, ["compare", str(kept), str(tmp / "run.2-sim-default.jsonl")]).output
+    assert "answers A / B: 100.0% identical over" in both
+
+
+def test_no_pairs_say_which_run_kept_no_text_or_answered_nothing():
+    def call(text, error=None):
+        return SimpleNamespace(task=0, trajectory="t", turn=0, parent=None, attempt=1, error=error, phase="measured",
+                               answer_text=text)  # fmt: skip
+
+    kept_failed = agreement([call("a")], [call(None, "http_5xx")], kept=(True, True))
+    assert kept_failed["pairs"] == 0 and kept_failed["why"].startswith("run B: no answer to compare")
+    assert agreement([call("a")], [call(None)], kept=(True, False))["why"].startswith("run B kept no answer text")
+    assert "no call answered by both" in agreement([call("a")], [SimpleNamespace(**{**vars(call("b")), "turn": 1})],
+                                                   kept=(True, True))["why"]  # fmt: skip

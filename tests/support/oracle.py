@@ -145,6 +145,7 @@ def figures(run: RawRun) -> dict[str, Any]:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
     est = sum(r["prompt_tokens_est"] for r in calls)
     host_prompt = sum(r["prompt_tokens"] for r in reported)
+    reported_est = sum(r["prompt_tokens_est"] for r in reported)
     return {
         "window_s": seconds,
         "steady": steady,
@@ -165,4 +166,7 @@ def figures(run: RawRun) -> dict[str, Any]:
         "client_reuse_ratio": sum(r["reusable_prefix_tokens"] for r in calls) / est if est else None,
         "host_hit_ratio": sum(r["cached_tokens"] for r in reported) / host_prompt if host_prompt else None,
         "with_cached_count": len(reported),
+        "reported_reuse_ratio": sum(r["reusable_prefix_tokens"] for r in reported) / reported_est
+        if reported_est
+        else None,
     }

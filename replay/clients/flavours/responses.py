@@ -40,6 +40,17 @@ _TERMINAL = {"response.completed", "response.incomplete", "response.done"}  # We
 _TEXT = b'"type":"response.output_text.delta"'
 
 
+def chained_state_warning(state: str | None, dialect: str | None, simulated: bool = False) -> str | None:
+    """The warning for ``--responses-state previous`` against vLLM (a real one: the simulated host keeps the whole
+    context): it leaves the system message out of the calls it continues, so they carry less than the workload's
+    context; None elsewhere (a host named only by URL cannot be told to be vLLM: ``--dialect vllm`` says it)."""
+    if state != "previous" or dialect != "vllm" or simulated:
+        return None
+    return ("warning: --responses-state previous against vLLM: vLLM leaves the system message out of each call it"
+            " continues (previous_response_id), so those calls are lighter than the workload's; --responses-state"
+            " none sends the whole context every call")  # fmt: skip
+
+
 def _input_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat text and image parts as Responses ``input_text`` and ``input_image`` parts."""
     out: list[dict[str, Any]] = []

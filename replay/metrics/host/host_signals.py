@@ -74,7 +74,7 @@ def provider_limits(errors_by_class: dict[str, int]) -> dict[str, int]:
 
 def tier_checks(header: dict[str, Any], t: SignalTally) -> dict[str, Any]:
     """Calls that a tier's documented limit would refuse, where the run asked for that tier: Groq's Performance
-    tier needs the uncached context below 8,192 tokens (issue 11; the wording of its refusal is unverified)."""
+    tier needs the uncached context below 8,192 tokens (as quoted; the wording of its refusal is unverified)."""
     host = header.get("host") or {}
     if host.get("dialect") != "groq" or (host.get("body") or {}).get("service_tier") != "performance":
         return {}

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 DATE = "2026-11"
-SEEDS = "the providers' published prices as given in issue 11 (November 2026)"
+SEEDS = "the providers' published prices, as quoted in November 2026"
 OPENAI = (
-    "developers.openai.com/api/docs/models/gpt-6.1-sol (short-context rates as in issue 11; cache writes, the "
-    "272K long-context rule and the regional-processing premium from the page) and "
+    "developers.openai.com/api/docs/models/gpt-6.1-sol (short-context rates as quoted in November 2026; cache "
+    "writes, the 272K long-context rule and the regional-processing premium from the page) and "
     "developers.openai.com/api/docs/guides/data-residency (the regional domains), stored copies read 2026-12"
 )
 LONG_CONTEXT_ABOVE = 272_000  # input tokens: a request with more is priced at the long-context rates, all of it

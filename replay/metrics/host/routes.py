@@ -2,8 +2,9 @@
 
 A call's served identity is what the host says served it: the model it answered with, its route (the serving
 provider: OpenRouter ``provider``, the Vercel gateway's final provider; else the route header ``x-replay-route``,
-the simulated host's) and the service tier it answered. ``route_of`` is the older single label (route, else tier)
-that the ``routes`` figure keeps. Shares are over the calls that succeeded.
+the simulated host's) and the service tier it answered. A tier is no route: a Responses answer's
+``service_tier: auto`` says how the call was billed, not where it went, so the ``routes`` figure (``route_of``)
+counts routes only and the tiers are ``service_tiers``. Shares are over the calls that succeeded.
 
 Speed modes: Baseten's Fast tier and Vercel's ``speed: fast`` fall back to base capacity when the fast pool is
 full, so per-user decode speed splits into two clusters. The detector sorts the calls' speeds in log space (as
@@ -81,14 +82,16 @@ def count_name(counts: dict[str, int], name: str, n: int = 1) -> None:
 
 
 def route_of(r: RequestRecord) -> str | None:
+    """The route that served the call (the serving provider, else the route header), None when the host named
+    none (its answered tier is not one)."""
     served, headers = r.served or {}, r.headers or {}
-    return host_name(served.get("provider") or headers.get("x-replay-route") or served.get("service_tier"))
+    return host_name(served.get("provider") or headers.get("x-replay-route"))
 
 
 def identity_of(r: RequestRecord) -> str:
     """The call's served identity as one key: model, route and tier, each "" when the host named none."""
-    served, headers = r.served or {}, r.headers or {}
-    route = host_name(served.get("provider") or headers.get("x-replay-route")) or ""
+    served = r.served or {}
+    route = route_of(r) or ""
     return SEP.join((host_name(served.get("model")) or "", route, host_name(served.get("service_tier")) or ""))
 
 
@@ -201,9 +204,9 @@ def _mode(bins: list[dict[str, int]], logs: np.ndarray, counts: np.ndarray, tota
     n = int(counts.sum())
     mode: dict[str, Any] = {"share": n / total, "user_decode_tps_p50": _median(logs, counts), "requests": n}
     mains = _mains(bins)
-    (route, route_share), (tier, tier_share) = mains[1], mains[2]
-    if route or tier:  # the older single label: the route, else the tier
-        mode["route"], mode["route_share"] = (route, route_share) if route else (tier, tier_share)
+    route, route_share = mains[1]
+    if route:  # the mode's main route (its tier is in ``served``)
+        mode["route"], mode["route_share"] = route, route_share
     mode["served"] = {
         name: {"value": value, "share": share} for name, (value, share) in zip(PARTS, mains, strict=True) if value
     }

@@ -48,9 +48,8 @@ def submission(
         reasons += _locks(header, footer)
     corpus = _corpus(recipe, header)
     if corpus["matches"] is False:
-        pinned = f" ({corpus['name']})" if corpus.get("name") else ""
         reasons.append(f"corpus_mismatch: the workload's fingerprint is {corpus['fingerprint'] or 'unknown'}, the run"
-                       f" requires {corpus['required']}{pinned}")  # fmt: skip
+                       f" requires {corpus['required']}{_given(corpus.get('name'))}")  # fmt: skip
     return {"submission_valid": not reasons, "invalid_reasons": reasons, "metric_coverage": share, "corpus": corpus}
 
 
@@ -66,6 +65,13 @@ def _corpus(recipe: dict[str, Any], header: dict[str, Any]) -> dict[str, Any]:
         "fingerprint": have,
         "matches": None if not required else have == required,
     }
+
+
+def _given(name: str | None) -> str:
+    """Where the required fingerprint came from: the user's option, never known to be the recipe's pinned corpus
+    (replay does not ship that corpus and cannot know its fingerprint)."""
+    pinned = f"; the recipe pins {name}, whose fingerprint replay cannot know" if name else ""
+    return f" (given by --recipe-fingerprint{pinned})"
 
 
 def _locks(header: dict[str, Any], footer: dict[str, Any] | None) -> list[str]:

@@ -217,6 +217,8 @@ def compare_text(cmp: dict[str, Any]) -> str:
         lines += ["", f"cost A: {_costs(cmp['costs']['a'])}", f"cost B: {_costs(cmp['costs']['b'])}"]
     lines += ["", f"noise: {cmp['noise']['method']}; {cmp['noise']['interval']}"]
     lines += [f"note: {n}" for n in cmp.get("notes", [])]
+    if cmp.get("agreement"):
+        lines.append(agreement_line("A", "B", cmp["agreement"]))
     return "\n".join(lines)
 
 
@@ -247,7 +249,7 @@ def hosts_text(h: dict[str, Any]) -> str:
 def agreement_line(a: str, b: str, ag: dict[str, Any]) -> str:
     """Whether two hosts answered the same (replay.metrics.agreement), in one line."""
     if not ag["pairs"]:
-        return f"answers {a} / {b}: no call answered by both to compare"
+        return f"answers {a} / {b}: not compared, " + ag.get("why", "no call answered by both")
     where = ag["first_divergence_mean"]
     differ = "" if where is None else f"; where they differ, the first differing token is #{where:.1f} on average"
     return (f"answers {a} / {b}: {ag['exact_share']:.1%} identical over {ag['pairs']} calls answered by both"

@@ -200,7 +200,7 @@ class SimProfile:
 # × 8 KV heads × 128 dims × 2 (K, V) × 2 bytes = 128 KiB per token; attention 4 × 32 layers × 32 heads × 128.
 # H100 SXM: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16. mem_efficiency 0.85 and 1 ms overhead give the
 # measured ~150 tok/s single-stream decode, within 10 % of aiconfigurator's kernel database at every batch
-# and context it lists (/work/shared/reference). Prefill is fitted to the same database: its GEMMs run at
+# and context it lists (the project's reference material). Prefill is fitted to the same database: its GEMMs run at
 # 0.78 of peak and its attention at 0.62 (FlashAttention's share of peak is lower than a large GEMM's), so
 # an 8k prompt prefills in ~200 ms (~41k tok/s) and a 128k one in ~9.6 s, as the database predicts; the
 # single MFU of 0.4 this profile had made prefill 1.9x too slow.
@@ -227,7 +227,7 @@ _H100 = SimProfile(
 # ~0.7 ms per step (64 × ~10 µs), so a lone stream decodes at ~220 tok/s. In prefill each GPU's GEMMs are
 # half as wide and the all-reduces carry 512 KiB per token, so the achieved share of peak falls to 0.65
 # (GEMMs and attention alike): TP2 prefills 1.6x, not 2x, as fast as one GPU, as aiconfigurator's database
-# predicts (/work/shared/reference).
+# predicts (the project's reference material).
 _DEFAULT = dataclasses.replace(
     _H100,
     name="default",
@@ -247,7 +247,7 @@ _DEFAULT = dataclasses.replace(
 # Prefill attention (uncompressed MLA): 4 × 61 layers × 128 heads × 160 mean head dim. The 12 ms
 # overhead stands for the expert all-to-all and all-reduces of every layer: it brings single-stream
 # decode to the ~74 tok/s such nodes serve without speculative decoding. Prefill is fitted to
-# aiconfigurator's kernel database (/work/shared/reference): the expert GEMMs (256 experts, each seeing
+# aiconfigurator's kernel database (the project's reference material): the expert GEMMs (256 experts, each seeing
 # a few hundred tokens of a chunk) and their all-to-all reach 0.09 of FP8 peak, the attention 0.31; an
 # 8k prompt takes ~460 ms (~18k tok/s), 3x the 0.35 MFU this profile had.
 _MOE = SimProfile(

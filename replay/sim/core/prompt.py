@@ -9,13 +9,18 @@ different roles never hashes alike in the prefix cache.
 
 Contexts grow every turn, so each distinct message is tokenised once and kept in an LRU keyed by its
 serialised bytes; a request re-tokenises only what is new: inline when it is short, otherwise in the one
-worker thread (tiktoken releases the GIL) so the event loop keeps pacing the other streams.
+worker thread (tiktoken releases the GIL) so the event loop keeps pacing the other streams. A completions prompt
+(one text) is cut where a message's framing starts (``### ROLE`` after a blank line, as the client writes it) and
+its pieces are kept the same way, so its intake costs what a chat request's does: a piece starts after a newline
+and with ``#``, which tiktoken's pre-tokenizer always splits between, so the pieces' ids joined are the whole
+text's ids.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -33,6 +38,7 @@ INLINE_BYTES = 4096  # new message text up to this size is tokenised on the even
 _FRAME_BASE = 1 << 22  # far above any cl100k id
 START, SEP, END = _FRAME_BASE, _FRAME_BASE + 1, _FRAME_BASE + 2
 _ROLE_BASE = _FRAME_BASE + 16
+_MESSAGE_START = re.compile(r"(?<=\n\n)(?=### [a-z_]+\n)")  # where a completions prompt's next message begins
 
 
 def role_token(role: str) -> int:
@@ -130,30 +136,39 @@ class PromptTokenizer:
     async def prompt_ids(self, messages: list[Any]) -> np.ndarray:
         """int32 token ids of the whole prompt; ValueError on a malformed message."""
         keys = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in messages]
+        return np.concatenate([*await self._pieces(keys, messages, self._encode), REPLY_PRIMING])
+
+    async def _pieces(self, keys: list[bytes], items: list[Any],
+                      encode: Callable[[list[Any]], list[np.ndarray]]) -> list[np.ndarray]:  # fmt: skip
+        """The ids of each item (a message, a piece of text), from the cache, or encoded by ``encode`` (the new ones
+        together: inline when they are short, else in the worker) and kept."""
         found: dict[bytes, np.ndarray] = {}
         missing: dict[bytes, Any] = {}
-        for key, message in zip(keys, messages, strict=True):
+        for key, item in zip(keys, items, strict=True):
             if key in found or key in missing:
                 continue
             ids = self._cache.get(key)
             if ids is None:
-                missing[key] = message
+                missing[key] = item
             else:
                 self._cache.move_to_end(key)
                 found[key] = ids
         if missing:
             todo = list(missing.values())
             if sum(map(len, missing)) <= INLINE_BYTES:
-                encoded = self._encode(todo)
+                encoded = encode(todo)
             else:
-                encoded = await self._in_worker(self._encode, todo)
+                encoded = await self._in_worker(encode, todo)
             for key, ids in zip(missing, encoded, strict=True):
                 found[key] = ids
                 self._remember(key, ids)
-        return np.concatenate([found[k] for k in keys] + [REPLY_PRIMING])
+        return [found[k] for k in keys]
 
     def _encode(self, messages: list[Any]) -> list[np.ndarray]:
         return [message_token_ids(m, self._tokenizer) for m in messages]
+
+    def _encode_texts(self, texts: list[str]) -> list[np.ndarray]:
+        return [np.array(self._tokenizer.encode(t), dtype=np.int32) for t in texts]
 
     def _remember(self, key: bytes, ids: np.ndarray) -> None:
         if key in self._cache:  # a concurrent request tokenised it meanwhile
@@ -168,16 +183,10 @@ class PromptTokenizer:
         ValueError otherwise (a list of several prompts included)."""
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
             prompt = prompt[0]
-        if isinstance(prompt, str):
-            key = b"text:" + prompt.encode()
-            ids = self._cache.get(key)
-            if ids is None:
-                if len(key) <= INLINE_BYTES:
-                    ids = np.array(self._tokenizer.encode(prompt), dtype=np.int32)
-                else:
-                    ids = np.array(await self._in_worker(self._tokenizer.encode, prompt), dtype=np.int32)
-                self._remember(key, ids)
-            return ids
+        if isinstance(prompt, str):  # its messages' pieces, each tokenised once (the module's docstring)
+            pieces = _MESSAGE_START.split(prompt)
+            ids = await self._pieces([b"text:" + p.encode() for p in pieces], pieces, self._encode_texts)
+            return np.concatenate(ids) if len(ids) > 1 else ids[0]
         if isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
             return np.array(prompt, dtype=np.int32)
         raise ValueError("'prompt' must be one non-empty string or one non-empty list of token ids")

@@ -5,7 +5,7 @@ first and on the last chunk, where reasoning text goes, how usage looks and wher
 headers, SSE comments and the wording of errors (``errors``). Server timings it reports come from the
 engine's truth (``Timings``), and ``reported_timings`` is exactly what it put on the wire, so the truth log
 can hold it. The default stream and the hooks each dialect overrides are ``dialect_base``'s. Sources:
-/work/shared/PROVIDERS.md, section per provider; docs/simulated-host.md has a table.
+the project's provider notes (PROVIDERS.md), section per provider; docs/simulated-host.md has a table.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The limits are nominal figures of the sim (``LIMITS``); the remaining counts and reset times are true to the
 requests and prompt tokens seen in the current window, so a client parsing them sees values that move.
-Header names and formats per provider: /work/shared/PROVIDERS.md (OpenAI: reset as durations like ``6m0s``;
-Anthropic: RFC 3339 timestamps; Groq: requests per day, tokens per minute; Cerebras: window-suffixed names).
+Header names and formats per provider: the project's provider notes, PROVIDERS.md (OpenAI: reset as durations
+like ``6m0s``; Anthropic: RFC 3339 timestamps; Groq: requests per day, tokens per minute; Cerebras: window-suffixed
+names).
 """
 
 from __future__ import annotations
