@@ -8,6 +8,13 @@ key can have inside a longer encoded text). Text is often cut (an excerpt, a hea
 key that straddles the cut leaves its start behind: a prefix of 8 characters or more that ends where a text was cut
 (``...``, the end of a JSON string or of the text) is scrubbed too.
 
+A host may also echo a key in part: its first characters ``\\u``-escaped, split over two header values, upper-cased.
+So any run of ``MIN_RUN`` (12) or more consecutive characters of a secret is scrubbed too, in any case, matched after
+JSON escapes (``\\uXXXX``, ``\\/``, at any depth of escaping) are decoded; what is replaced is the run as it was
+written, its escapes included. This costs a line a lower-casing and a few substring searches (the secret's aligned
+blocks of 6 characters: a run of 12 holds one whole); only a line that holds a block, or an escape, is looked at
+closer. It runs on what is written (a record's line, a detail kept), never per read.
+
 Body field names are matched whole (``api_key``, ``password``), never by substring: ``prompt_cache_key`` is an
 affinity hint, not a secret. Header names are matched by what they say (``secret_header``): any header whose name
 says auth, key, token, secret, password, credential, subscription, signature or cookie holds a secret
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import re
+from bisect import bisect_right
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -28,6 +36,11 @@ SECRET_NAMES = {
 }  # fmt: skip
 _SECRET_HEADER = re.compile(r"auth|key|token|secret|passw|credential|subscription|signature|cookie", re.IGNORECASE)
 MIN_SECRET = 8  # shorter values would scrub innocent text (and a one-character "key" is no secret worth hiding)
+MIN_RUN = 12  # a run of this many consecutive characters of a secret is scrubbed wherever it appears, in any case
+_BLOCK = MIN_RUN // 2  # every run of MIN_RUN characters of a secret holds one of its blocks of this many, aligned
+_ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|/)")  # a JSON escape a key's character may hide in (any depth)
+_DANGLING = re.compile(rb"(?<!\\)((?:\\\\)*)\\\*\*\*")  # ``***`` after an odd number of backslashes
+_ASCII_LOWER = {c: c + 32 for c in range(65, 91)}  # str.translate: lower-cased, each character one character
 
 
 def secret_header(name: str) -> bool:
@@ -71,9 +84,14 @@ class Scrubber:
 
     def __init__(self, secrets: list[str] | tuple[str, ...] = ()) -> None:
         originals = sorted({s for s in secrets if s and len(s) >= MIN_SECRET}, key=len, reverse=True)
+        # Runs are matched in each secret's words (``Bearer KEY``: the key), in any case, escapes decoded: a form
+        # they find whole (the secret itself, JSON-escaped, either case) is not searched for again.
+        self._runs = sorted({_lower(w) for s in originals for w in s.split() if len(w) >= MIN_RUN})
+        self._blocks = sorted({r[i : i + _BLOCK] for r in self._runs for i in range(0, len(r) - _BLOCK + 1, _BLOCK)})
+        self._block_bytes = [b.encode() for b in self._blocks]
         forms: set[str] = set()
         for s in originals:
-            forms |= encoded_forms(s)
+            forms |= {f for f in encoded_forms(s) if _lower(_decoded(f)[0]) not in self._runs}
         self.values = sorted(forms, key=len, reverse=True)
         self._bytes = [v.encode() for v in self.values]
         # A secret's start left where a text was cut: an excerpt's "...", a JSON string's end, the text's end.
@@ -84,7 +102,7 @@ class Scrubber:
         self._heads = [(s[:MIN_SECRET], s[:MIN_SECRET].encode()) for s in originals]
 
     def __bool__(self) -> bool:
-        return bool(self.values)
+        return bool(self.values or self._runs)
 
     def line(self, data: bytes) -> bytes:
         for value in self._bytes:
@@ -92,6 +110,10 @@ class Scrubber:
                 data = data.replace(value, REDACTED.encode())
         if self._cut_bytes is not None and any(head in data for _, head in self._heads):
             data = self._cut_bytes.sub(REDACTED.encode(), data)
+        if self._runs and (_has_escape(data) or _holds(data.lower(), self._block_bytes)):
+            data = self._partial(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+        if b"\\***" in data:  # a secret that began where an escape's letter stood (``\\n`` then "key..."): the
+            data = _DANGLING.sub(rb"\1***", data)  # backslash left would escape the ``*``: the line stays JSON
         return data
 
     def text(self, text: str) -> str:
@@ -100,11 +122,32 @@ class Scrubber:
                 text = text.replace(value, REDACTED)
         if self._cut is not None and any(head in text for head, _ in self._heads):
             text = self._cut.sub(REDACTED, text)
+        if self._runs and (_has_escape(text) or _holds(_lower(text), self._blocks)):
+            text = self._partial(text)
+        return text
+
+    def _partial(self, text: str) -> str:
+        """``text`` with every run of MIN_RUN or more characters of a secret replaced (any case, JSON escapes
+        decoded to match; the run replaced as written)."""
+        view, spots = _decoded(text)
+        view = _lower(view)
+        if not _holds(view, self._blocks):
+            return text
+        spans = sorted(span for secret in self._runs for span in _runs_of(view, secret))
+        merged: list[list[int]] = []
+        for a, b in spans:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        for a, b in reversed(merged):
+            start, end = _whole_escapes(text, _original(spots, a, False), _original(spots, b - 1, True))
+            text = text[:start] + REDACTED + text[end:]
         return text
 
     def value(self, obj: Any) -> Any:
         """``obj`` (JSON-like) with every secret value replaced inside its strings."""
-        if not self.values:
+        if not self:
             return obj
         if isinstance(obj, str):
             return self.text(obj)
@@ -113,6 +156,94 @@ class Scrubber:
         if isinstance(obj, list):
             return [self.value(v) for v in obj]
         return obj
+
+
+def _lower(text: str) -> str:
+    """``text`` with its ASCII letters lower-cased, each character still one (what matching a secret in any case
+    needs: the positions found are the text's)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+
+
+def _holds(text: Any, blocks: list[Any]) -> bool:
+    return any(b in text for b in blocks)
+
+
+def _has_escape(text: str | bytes) -> bool:
+    """Whether ``text`` holds a JSON escape a character may hide in (``\\u``, ``\\/``)."""
+    if isinstance(text, bytes):
+        return b"\\u" in text or b"\\/" in text
+    return "\\u" in text or "\\/" in text
+
+
+Spot = tuple[int, int, int, int]  # a decoded escape: (start, end) in the decoded text, (start, end) as written
+
+
+def _decoded(text: str) -> tuple[str, list[Spot]]:
+    """``text`` with its JSON escapes of a character (``\\u0073``, ``\\/``, behind any number of backslashes)
+    decoded, and where each one was."""
+    if not _has_escape(text):
+        return text, []
+    parts: list[str] = []
+    spots: list[Spot] = []
+    last = size = 0
+    for m in _ESCAPE.finditer(text):
+        plain = text[last : m.start()]
+        parts.append(plain)
+        size += len(plain)
+        parts.append(chr(int(m.group(1), 16)) if m.group(1) else "/")
+        spots.append((size, size + 1, m.start(), m.end()))
+        size += 1
+        last = m.end()
+    parts.append(text[last:])
+    return "".join(parts), spots
+
+
+def _original(spots: list[Spot], at: int, end: bool) -> int:
+    """Where the decoded character ``at`` begins (or, ``end``, ends) in the text as written."""
+    i = bisect_right(spots, (at, 1 << 62)) - 1  # the last escape that starts at or before it
+    if i < 0:
+        return at + end
+    _, d_end, o_start, o_end = spots[i]
+    if at < d_end:  # the escape itself
+        return o_end if end else o_start
+    return at + (o_end - d_end) + end
+
+
+def _whole_escapes(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start``, ``end`` widened so that no escape is cut (a backslash left before ``***`` would escape it)."""
+    if _escaping(text, start):
+        start -= 1
+    if end < len(text) and end > start and _escaping(text, end):
+        end += 1
+    return start, end
+
+
+def _escaping(text: str, at: int) -> bool:
+    """Whether the character at ``at`` is escaped by the backslashes before it (an odd number of them)."""
+    n = 0
+    while at - n > 0 and text[at - n - 1] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def _runs_of(view: str, secret: str) -> list[tuple[int, int]]:
+    """Every maximal run of MIN_RUN or more characters of ``secret`` in ``view`` (both lower-cased): found by the
+    secret's aligned blocks, each occurrence grown on both sides while it goes on matching the secret."""
+    spans: list[tuple[int, int]] = []
+    for at in range(0, len(secret) - _BLOCK + 1, _BLOCK):
+        block = secret[at : at + _BLOCK]
+        p = view.find(block)
+        while p >= 0:
+            a, j = p, at
+            while a > 0 and j > 0 and view[a - 1] == secret[j - 1]:
+                a, j = a - 1, j - 1
+            b, k = p + _BLOCK, at + _BLOCK
+            while b < len(view) and k < len(secret) and view[b] == secret[k]:
+                b, k = b + 1, k + 1
+            if b - a >= MIN_RUN:
+                spans.append((a, b))
+            p = view.find(block, p + 1)
+    return spans
 
 
 def redact_fields(obj: Any) -> Any:
