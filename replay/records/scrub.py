@@ -9,12 +9,12 @@ key that straddles the cut leaves its start behind: a prefix of 8 characters or 
 (``...``, the end of a JSON string or of the text) is scrubbed too.
 
 A host may also echo a key in part: its first characters ``\\u``-escaped, split over two header values, upper-cased.
-So any run of ``MIN_RUN`` (12) or more consecutive characters of a secret is scrubbed too, in any case, matched after
-JSON escapes (``\\uXXXX``, ``\\/``, at any depth of escaping) are decoded; what is replaced is the run as it was
-written, its escapes included. A line is first searched for the secret's aligned blocks of 6 characters (a run of 12
-holds one whole; ``needles``), and only a line that holds one, or an escape, is looked at closer: one key costs a
-2.4 KB record line some 30-50 us (6 us before runs were scrubbed), on what is written (a record's line, a detail
-kept), never per read.
+So any run of ``MIN_RUN`` (12) or more consecutive characters of a secret is scrubbed too, its ASCII letters in any
+case, matched after JSON escapes (``\\uXXXX``, ``\\/``, at any depth of escaping) are decoded; what is replaced is
+the run as it was written, its escapes included. A line is first searched for the secret's aligned blocks of 6
+characters (a run of 12 holds one whole; ``needles``), and only a line that holds one, or an escape, is looked at
+closer: one key costs a 2.4 KB record line some 30-50 us (6 us before runs were scrubbed), on what is written (a
+record's line, a detail kept), never per read.
 
 Body field names are matched whole (``api_key``, ``password``), never by substring: ``prompt_cache_key`` is an
 affinity hint, not a secret. Header names are matched by what they say (``secret_header``): any header whose name
@@ -129,7 +129,7 @@ class Scrubber:
                 text = text.replace(value, REDACTED)
         if self._cut is not None and any(head in text for head, _ in self._heads):
             text = self._cut.sub(REDACTED, text)
-        if self._runs and (_has_escape(text) or self._may_hold(text.encode("utf-8", "surrogateescape"))):
+        if self._runs and (_has_escape(text) or self._may_hold(text.encode("utf-8", "surrogatepass"))):
             text = self._partial(text)
         return text
 
@@ -200,7 +200,7 @@ def needles(secret: str) -> tuple[list[bytes], list[bytes]]:
     plain: set[bytes] = set()
     upper = secret.upper() if secret.isascii() else secret.translate(_ASCII_UPPER)
     for at in range(0, len(upper) - _BLOCK + 1, _BLOCK):
-        block = upper[at : at + _BLOCK].encode()
+        block = upper[at : at + _BLOCK].encode("utf-8", "surrogatepass")  # (as ``Scrubber.text`` encodes a text)
         kept = block.translate(None, _NUMBERS)
         (short if len(kept) >= 4 else plain).add(kept if len(kept) >= 4 else block)
     return sorted(short), sorted(plain)
