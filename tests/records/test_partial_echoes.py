@@ -18,7 +18,7 @@ from replay.records.scrub import Scrubber
 from tests.support.hostile import PATHS, answer, threaded_host
 from tests.support.trajectories import simple_turns, write_trajectory
 
-KEY = "sk-proj-Partial0123456789abcdefQRSTuvwx"  # 38 characters
+KEY = "sk-proj-Partial0123456789abcdefQRSTuvwx"  # 39 characters
 
 
 def _escaped(secret: str, n: int) -> str:
