@@ -119,7 +119,8 @@ def test_a_key_in_the_host_url_is_refused_and_never_printed(tmp_path: Path, env:
 
 def test_a_fragment_in_the_host_url_is_refused_and_a_key_in_its_path_never_printed(tmp_path, env) -> None:
     """A fragment is refused as a key in the query is; a key in the path reaches neither a start line (the run's,
-    the probe's) nor an error (the host is a port nobody listens on: every call fails to connect)."""
+    the probe's), a study's progress line or index, nor an error (the host is a port nobody listens on: every call
+    fails to connect)."""
     import socket
 
     from tests.support.trajectories import simple_turns, write_trajectory
@@ -141,3 +142,9 @@ def test_a_fragment_in_the_host_url_is_refused_and_a_key_in_its_path_never_print
     res = _replay("probe", *args, "--duration", "10", "--out", str(tmp_path / "t.toml"), env=env)
     assert res.returncode == 3 and b"replay probe: http://127.0.0.1:" in res.stderr, res.stderr.decode()
     assert KEY[4:16].encode() not in res.stdout + res.stderr, res.stderr.decode()
+    level = [str(work), *args, "--retries", "0", "--warmup", "0.5s", "--window", "1s"]
+    for study in (["sweep", "-c", "1"], ["capacity", "--max", "1", "--slo", "ttft_p95<=2s"]):  # progress, index
+        res = _replay(*study, *level, "--out", str(tmp_path / study[0]), env=env)
+        written = b"".join(p.read_bytes() for p in (tmp_path / study[0]).iterdir() if p.suffix == ".json")
+        assert b"http://127.0.0.1:" in res.stderr + res.stdout and b'"command": "replay ' in written, res.stderr
+        assert KEY[4:16].encode() not in res.stdout + res.stderr + written, (res.stderr + written).decode()
