@@ -98,7 +98,7 @@ def capacity(
         0 if opts.get("virtual") else opts["repeats"],  # deterministic: a repeat would be the same run
         study_options.mode(opts),
         t.hardware,
-        study_options.command_line(),
+        study_options.command_line([t.spec]),
         tuple(t.spec.slo),
     )
     public = plan.public()
@@ -135,7 +135,7 @@ def _tiers(trajectories: tuple[str, ...], texts: tuple[str, ...], limit: int, st
     base = study_options.out_dir(opts, "capacity")
     plan = CapacityPlan((), study_options.seconds(opts, "window"), study_options.seconds(opts, "warmup"), t.label,
                         start, limit, opts["grow"], 0 if opts.get("virtual") else opts["repeats"],
-                        study_options.mode(opts), t.hardware, study_options.command_line(), (),
+                        study_options.mode(opts), t.hardware, study_options.command_line([t.spec]), (),
                         tuple(x.public() for x in tiers))  # fmt: skip
     public = plan.public()
     index = base / "capacity.json"

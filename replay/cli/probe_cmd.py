@@ -169,6 +169,7 @@ def _measure(
                 base.host, base.model = host.base_url, base.model or SIM_MODEL
                 opts["host"] = f"simulated:{sim.sim_profile_file or sim.sim_profile}"
             runner = HttpRunner(base, directory)  # resolves the host and its model once
+            opts["host"] = runner.scrub.text(opts["host"])  # as printed and written: a key in its path scrubbed
             config.log(f"replay probe: {opts['host']}, up to {config.duration_s:.0f} s")
             return run_probe(runner, workload, directory, config), runner
     except ProbeError as exc:

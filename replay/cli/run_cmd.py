@@ -77,6 +77,7 @@ def run(
     except RunError as exc:
         raise click.ClickException(str(exc)) from None
     concurrency = opts["concurrency"]
+    start = Scrubber(_secrets(spec.api_key_env) + header_secrets(spec.headers))  # a key in --host's path, say
     if not quiet:
         over = f" over {spec.workers} worker processes" if spec.workers > 1 else ""
         if spec.ray:
@@ -85,21 +86,20 @@ def run(
         sessions = f"{concurrency} sessions"
         if spec.arrivals is not None:
             sessions = f"open loop {spec.arrivals}, at most {spec.max_live or concurrency} live sessions"
-        click.echo(f"replay: {sessions}{over} against {where}", err=True)
+        click.echo(start.text(f"replay: {sessions}{over} against {where}"), err=True)
     try:
         result = execute(spec)
     except TrajectoryError as exc:
         raise click.ClickException(str(exc)) from None
     except RunError as exc:  # 1: nothing was run; 3: the run started and could not complete
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(start.text(f"Error: {exc}"), err=True)  # (it may name the host's URL)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP outside the loop's own handling
         name = stopped_by(exc)
         click.echo(f"\ninterrupted ({name}): every finished request is in the run file", err=True)
         sys.exit(128 + int(getattr(signal, name, signal.SIGINT)))
     key_env = (result.header.get("host") or {}).get("api_key_env") or spec.api_key_env  # a preset's own variable
-    secrets = [key] if (key := os.environ.get(key_env)) else []
-    scrub = Scrubber(secrets + header_secrets(spec.headers))  # the last guard before the screen (spec: resolved)
+    scrub = Scrubber(_secrets(key_env) + header_secrets(spec.headers))  # the last guard before the screen
     summary = result.summary.to_dict()
     if not print_summary(scrub.text(to_json(summary) if as_json else to_text(summary, result.header))):
         click.echo(f"replay: stdout was closed before the summary was printed; the run is in {result.path}", err=True)
@@ -122,3 +122,9 @@ def print_summary(text: str) -> bool:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return False
     return True
+
+
+def _secrets(key_env: str | None) -> list[str]:
+    """The run's API key, when its variable holds one (what the start line and the summary are scrubbed of)."""
+    key = os.environ.get(key_env) if key_env else None
+    return [key] if key else []

@@ -8,6 +8,7 @@ are the same runs ``replay run`` makes.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,8 @@ def targets(opts: dict[str, Any], trajectories: tuple[str, ...]) -> list[Any]:
             check_spec(spec)
     except RunError as exc:
         raise click.ClickException(str(exc)) from None
-    labels = [run_specs.host_label(h, opts) for h in run_specs.host_values(opts)]
+    # as every output names a host (progress lines, the study's index): a key in a --host's path scrubbed
+    labels = [scrubbed_by(run_specs.host_label(h, opts), specs) for h in run_specs.host_values(opts)]
     hws = hardware(opts, specs)
     specs = [with_hardware(s, hw) for s, hw in zip(specs, hws, strict=True)]
     return [Target(lab, s, hw) for lab, s, hw in zip(labels, specs, hws, strict=True)]
@@ -236,11 +238,12 @@ def require_plots(opts: dict[str, Any]) -> None:
             raise click.ClickException(str(exc)) from None
 
 
-def command_line() -> str:
+def command_line(specs: Sequence[Any] = ()) -> str:
+    """The command as typed, for the study's index: ``specs``' keys scrubbed (one in a --host's path, say)."""
     import shlex
     import sys
 
-    return "replay " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    return scrubbed_by("replay " + " ".join(shlex.quote(a) for a in sys.argv[1:]), list(specs))
 
 
 def user_errors() -> tuple[type[Exception], ...]:
@@ -272,10 +275,15 @@ def relative_to(path: str | Path, base: Path) -> str:
 
 def scrubbed(text: str, targets: list[Any]) -> str:
     """``text`` with every host's API key scrubbed: the last guard before the screen, as ``replay run`` has."""
+    return scrubbed_by(text, [t.spec for t in targets])
+
+
+def scrubbed_by(text: str, specs: list[Any]) -> str:
+    """``text`` with the API key (and secret headers) of every one of ``specs`` scrubbed."""
     import os
 
     from replay.records.scrub import Scrubber, header_secrets
 
-    keys = {key for t in targets if (key := os.environ.get(t.spec.api_key_env))}
-    keys |= {value for t in targets for value in header_secrets(t.spec.headers)}
+    keys = {key for spec in specs if (key := os.environ.get(spec.api_key_env))}
+    keys |= {value for spec in specs for value in header_secrets(spec.headers)}
     return Scrubber(sorted(keys)).text(text) if keys else text

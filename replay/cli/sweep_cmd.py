@@ -110,7 +110,7 @@ def sweep(
         out = base / slug(t.label, i) if several else base
         runner = study_options.runner(opts, t.spec, out)
         plan = SweepPlan(concurrency, window, None if runner.barrier else warmup, t.label, study_options.mode(opts),
-                         t.hardware, knee, slo, study_options.command_line(), frontier_x, tuple(t.spec.slo),
+                         t.hardware, knee, slo, study_options.command_line([t.spec]), frontier_x, tuple(t.spec.slo),
                          t.spec.recipe, t.spec.load.lanes.warmup_per_lane if runner.barrier else None)  # fmt: skip
         return run_sweep(plan, runner, out / "sweep.json", lambda lv: _progress(lv, t.label, opts["quiet"]))
 

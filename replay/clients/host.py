@@ -71,7 +71,8 @@ _SECRET_PARAM = re.compile(r"key|token|secret|auth|password|sig", re.IGNORECASE)
 
 
 def check_url(url: str) -> None:
-    """ValueError when ``url`` is no http(s) URL, or carries credentials (they would end up in logs and run files)."""
+    """ValueError when ``url`` is no http(s) URL, or carries credentials (they would end up in logs and run files):
+    user:password@, a key in its query, anything after ``#``."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:  # the URL is not echoed: it may hold a key
         raise ValueError("expected an http:// or https:// base URL, such as http://127.0.0.1:8000/v1")
@@ -79,3 +80,5 @@ def check_url(url: str) -> None:
         raise ValueError("the URL carries credentials (user:password@): pass the key through --api-key-env instead")
     if any(_SECRET_PARAM.search(name) for name, _ in parse_qsl(parts.query, keep_blank_values=True)):
         raise ValueError("the URL carries a key in its query: pass the key through --api-key-env instead")
+    if "#" in url:  # never sent to a host: whatever follows it would only reach the screen and the run file
+        raise ValueError("the URL carries a fragment (#...): pass the key through --api-key-env instead")

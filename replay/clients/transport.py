@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from replay.clients import tls, wire_stamps
+from replay.clients import http_session, tls, wire_stamps
 from replay.clients.body import Body, BodyPayload
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
@@ -102,7 +102,7 @@ class Transport:
         per_request = self.host.connection == "per-request"  # a new connection for every call, closed after it
         sources: tuple[str | None, ...] = self.host.source_addresses or (None,)
         self.pools = [
-            aiohttp.ClientSession(
+            http_session.session(
                 connector=aiohttp.TCPConnector(
                     limit=0,
                     force_close=per_request,
@@ -112,7 +112,7 @@ class Transport:
                 ),
                 headers={"Accept-Encoding": "identity"},  # a body compressed anyway is decoded after (encodings.py)
                 auto_decompress=False,
-                trace_configs=[wire_stamps.trace_config()],  # when each request's bytes leave (t_sent)
+                trace=wire_stamps.trace_config(),  # when each request's bytes leave (t_sent)
             )
             for source in sources
         ]

@@ -8,10 +8,11 @@ the request left, the headers came, or the body's last read), the exchange is ca
 ``timeout``. The timer looks at the stamps the per-read path takes anyway and wakes at most once per stall period, so
 the per-read path is unchanged.
 
-Redirects: an API call is never redirected by the HTTP library (``allow_redirects=False`` everywhere: the library
-strips only ``Authorization`` when it follows one to another origin, so ``x-api-key`` or any custom auth header
-would go along). A redirect is an error of class ``redirect`` naming its target; ``--follow-redirects`` follows it
-only within the origin (scheme, host and port) the credentials were given for.
+Redirects: an API call is never redirected by the HTTP library (``allow_redirects=False``, and every session is
+``replay.clients.http_session``'s, which stops the library following one: it strips only ``Authorization`` when it
+follows one to another origin, so ``x-api-key`` or any custom auth header would go along). A redirect is an error of
+class ``redirect`` naming its target; ``--follow-redirects`` follows it only within the origin (scheme, host and
+port) the credentials were given for.
 """
 
 from __future__ import annotations

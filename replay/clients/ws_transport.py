@@ -24,6 +24,7 @@ import orjson
 
 from replay.clients import tls
 from replay.clients.host import HostConfig
+from replay.clients.http_session import RedirectNotFollowed
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import Stalled, watched
 from replay.clients.ws_arrivals import Arrivals, install
@@ -247,8 +248,11 @@ async def exchange(sock: Socket, message: bytes, rec: RequestRecord, host: HostC
 
 def connect_error(exc: BaseException, rec: RequestRecord) -> None:
     """A socket that could not be opened, classified like an HTTP call's failure to connect (a refused upgrade
-    by its status)."""
-    if tls.is_tls_error(exc):
+    by its status, a redirect as a redirect: never followed, ``replay.clients.http_session``)."""
+    if isinstance(exc, RedirectNotFollowed):
+        rec.status, rec.error = exc.status, "redirect"
+        rec.error_detail = excerpt(f"{exc}: a WebSocket upgrade is never redirected (its auth stays with its origin)")
+    elif tls.is_tls_error(exc):
         rec.error, rec.error_detail = "tls", excerpt(tls.tls_detail(exc), 400)
     elif isinstance(exc, aiohttp.WSServerHandshakeError) and exc.status:
         rec.status = exc.status

@@ -21,6 +21,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from replay.clients import http_session
+
 # Prometheus names (after the parser's own suffix handling), and what replay calls each figure.
 COUNTERS = {
     "vllm:prefix_cache_hits": "prefix_cache_hits",
@@ -91,10 +93,8 @@ class HostMetrics:
         text = None
         with contextlib.suppress(aiohttp.ClientError, TimeoutError, UnicodeDecodeError):
             async with (
-                aiohttp.ClientSession(
-                    timeout=aiohttp.ClientTimeout(total=5), connector=aiohttp.TCPConnector(ssl=self.ssl)
-                ) as http,
-                http.get(self.url) as resp,
+                http_session.session(ssl=self.ssl, timeout=aiohttp.ClientTimeout(total=5)) as http,
+                http.get(self.url, allow_redirects=False) as resp,  # (replay.clients.http_session)
             ):
                 if resp.status == 200:
                     text = await resp.text()

@@ -9,31 +9,40 @@ from typing import Any
 import aiohttp
 
 from replay import event_loop
-from replay.clients import tls
+from replay.clients import http_session, tls
 from replay.clients.client import make_flavour
 from replay.clients.flavours.base import RequestOptions
+from replay.clients.watchdog import REDIRECTS, redirect_target
 from replay.runner.run_error import EXIT_INCOMPLETE, RunError
 
 
-async def detect_model(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> str | None:
+async def detect_model(
+    base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None, ssl: SSLContext | bool = True
+) -> str | None:
     """The first model a host lists at /models, for when --model is not given (``headers``: its auth)."""
-    return (await list_model(base_url, timeout_s, headers))[0]
+    return (await list_model(base_url, timeout_s, headers, ssl))[0]
 
 
 async def list_model(
     base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None, ssl: SSLContext | bool = True
 ) -> tuple[str | None, str | None]:
     """(the first model the host lists at /models, or None; why the host could not be reached, or None). A redirect
-    is not followed (its auth stays with its origin). ``ssl``: the run's TLS setting (``replay.clients.tls``)."""
+    is not followed (its auth stays with its origin: ``replay.clients.http_session``): RunError naming where it
+    pointed. ``ssl``: the run's TLS setting (``replay.clients.tls``)."""
+    url = base_url.rstrip("/") + "/models"
     try:
         async with (
-            aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=timeout_s), connector=aiohttp.TCPConnector(ssl=ssl)
-            ) as http,
-            http.get(base_url.rstrip("/") + "/models", headers=headers, allow_redirects=False) as resp,
+            http_session.session(ssl=ssl, timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
+            http.get(url, headers=headers, allow_redirects=False) as resp,
         ):
+            if resp.status in REDIRECTS:
+                target = redirect_target(url, resp.headers.get("Location"))
+                raise http_session.RedirectNotFollowed(resp.status, target)
             data = await resp.json(content_type=None)
             return str(data["data"][0]["id"])[:200], None
+    except http_session.RedirectNotFollowed as exc:
+        raise RunError(f"{url} answered: {exc} (the key stays with the host's origin); give --model, or --host the "
+                       "URL it points to") from None  # fmt: skip
     except aiohttp.ClientSSLError as exc:
         return None, tls.tls_detail(exc)[:400]
     except (aiohttp.ClientConnectionError, TimeoutError) as exc:

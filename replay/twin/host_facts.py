@@ -7,22 +7,24 @@ calls it decodes at once) and each slot's context in ``/props`` (``total_slots``
 ``default_generation_settings.n_ctx``; checked against llama-server 0.3.36 with ``-np 4 -c 16384``: 4 and
 4,096). A figure the host states is used as
 it is; the probe measures only what the host does not say, and a figure it could only bound is never written
-as a measurement. Reading is best effort: a host that does not answer, or answers something else, states
+as a measurement. Reading is best effort: a host that does not answer, or answers something else (a redirect
+included: never followed, so the key never leaves the host's origin; ``replay.clients.http_session``), states
 nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
+from ssl import SSLContext
 from typing import Any
 
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-TIMEOUT_S = 5.0
+from replay import event_loop
+from replay.clients import http_session
+
 MAX_BYTES = 4 << 20
 
 
@@ -88,27 +90,22 @@ def llama_props(body: bytes) -> tuple[int | None, int | None]:
     return _int(props.get("total_slots")), _int(settings.get("n_ctx")) if isinstance(settings, dict) else None
 
 
-def _get(url: str, headers: dict[str, str]) -> bytes | None:
-    req = urllib.request.Request(url, headers=headers)
-    with (
-        contextlib.suppress(OSError, urllib.error.URLError, ValueError),
-        urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp,
-    ):
-        if resp.status == 200:
-            return resp.read(MAX_BYTES)
-    return None
+def read_host_facts(
+    base_url: str, model: str | None, headers: dict[str, str] | None = None, ssl: SSLContext | bool = True
+) -> HostFacts:
+    """What the host at ``base_url`` (its API root, ``.../v1``) says about itself (``ssl``: the run's TLS setting)."""
+    return event_loop.run(_read(base_url, model, headers or {}, ssl))
 
 
-def read_host_facts(base_url: str, model: str | None, headers: dict[str, str] | None = None) -> HostFacts:
-    """What the host at ``base_url`` (its API root, ``.../v1``) says about itself."""
+async def _read(base_url: str, model: str | None, headers: dict[str, str], ssl: SSLContext | bool) -> HostFacts:
     api = base_url.rstrip("/")
     root = api[: -len("/v1")] if api.endswith("/v1") else api
     kv = block = None
-    metrics = _get(root + "/metrics", headers or {})
+    metrics = await http_session.read(root + "/metrics", headers, ssl, MAX_BYTES)
     if metrics is not None:
         kv, block = cache_config(metrics.decode("utf-8", "replace"))
-    models = _get(api + "/models", headers or {})
+    models = await http_session.read(api + "/models", headers, ssl, MAX_BYTES)
     served = served_context(models, model) if models is not None else None
-    props = _get(root + "/props", headers or {})
+    props = await http_session.read(root + "/props", headers, ssl, MAX_BYTES)
     slots, slot_context = llama_props(props) if props is not None else (None, None)
     return HostFacts(kv, block, served or slot_context, slots)

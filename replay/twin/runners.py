@@ -16,6 +16,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from replay import event_loop
+from replay.clients import tls
 from replay.clients.client import make_client, make_flavour
 from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
@@ -74,7 +75,7 @@ class HttpRunner:
         model = spec.model
         if not model:
             auth = make_flavour(spec.api, RequestOptions("m")).headers(key)
-            model = event_loop.run(detect_model(url, headers=auth))
+            model = event_loop.run(detect_model(url, headers=auth, ssl=tls.context(spec.ca_bundle, spec.insecure)))
             if not model:
                 raise RunError(f"no --model given and {spec.host}/models lists no model")
         self.spec, self.model = (
@@ -94,7 +95,9 @@ class HttpRunner:
         """What the host states about its KV cache, block and served context (replay.twin.host_facts)."""
         key = HostConfig("", "", api_key_env=self.spec.api_key_env).api_key()
         auth = make_flavour(self.spec.api, RequestOptions("m")).headers(key)
-        return read_host_facts(self.spec.host or "", self.model, auth)
+        return read_host_facts(
+            self.spec.host or "", self.model, auth, tls.context(self.spec.ca_bundle, self.spec.insecure)
+        )
 
     def run(self, workload: Workload, concurrency: int, budget_s: float) -> list[RequestRecord]:
         self.passes += 1

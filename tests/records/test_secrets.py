@@ -115,3 +115,36 @@ def test_a_key_in_the_host_url_is_refused_and_never_printed(tmp_path: Path, env:
         assert res.returncode == 1 and b"--api-key-env" in res.stderr
         assert KEY.encode() not in res.stdout + res.stderr
         assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_fragment_in_the_host_url_is_refused_and_a_key_in_its_path_never_printed(tmp_path, env) -> None:
+    """A fragment is refused as a key in the query is; a key in the path reaches neither a start line (the run's,
+    the probe's), a study's progress line or index, nor an error (the host is a port nobody listens on: every call
+    fails to connect)."""
+    import socket
+
+    from tests.support.trajectories import simple_turns, write_trajectory
+
+    work = write_trajectory(tmp_path / "w.jsonl", "w", simple_turns(2, output_tokens=3))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = _replay("run", "--host", f"http://127.0.0.1:{port}/v1#{KEY}", "--out", str(tmp_path / "x.jsonl"), env=env)
+    assert res.returncode == 1 and b"carries a fragment (#...): pass the key through --api-key-env" in res.stderr
+    assert KEY.encode() not in res.stdout + res.stderr and not (tmp_path / "x.jsonl").exists()
+    for model in (["--model", "m"], []):  # the run's start line, its summary; the model list's error
+        args = [str(work), "--host", f"http://127.0.0.1:{port}/{KEY}/v1", "--api-key-env", "MY_PROVIDER_KEY"]
+        res = _replay("run", *args, *model, "--retries", "0", "--out", str(tmp_path / "y.jsonl"), env=env)
+        assert res.returncode == 3, res.stderr.decode()
+        assert b"against http://127.0.0.1:" in res.stderr or not model
+        assert KEY[4:16].encode() not in res.stdout + res.stderr, res.stderr.decode()
+    args = ["--host", f"http://127.0.0.1:{port}/{KEY}/v1", "--api-key-env", "MY_PROVIDER_KEY", "--model", "m"]
+    res = _replay("probe", *args, "--duration", "10", "--out", str(tmp_path / "t.toml"), env=env)
+    assert res.returncode == 3 and b"replay probe: http://127.0.0.1:" in res.stderr, res.stderr.decode()
+    assert KEY[4:16].encode() not in res.stdout + res.stderr, res.stderr.decode()
+    level = [str(work), *args, "--retries", "0", "--warmup", "0.5s", "--window", "1s"]
+    for study in (["sweep", "-c", "1"], ["capacity", "--max", "1", "--slo", "ttft_p95<=2s"]):  # progress, index
+        res = _replay(*study, *level, "--out", str(tmp_path / study[0]), env=env)
+        written = b"".join(p.read_bytes() for p in (tmp_path / study[0]).iterdir() if p.suffix == ".json")
+        assert b"http://127.0.0.1:" in res.stderr + res.stdout and b'"command": "replay ' in written, res.stderr
+        assert KEY[4:16].encode() not in res.stdout + res.stderr + written, (res.stderr + written).decode()
