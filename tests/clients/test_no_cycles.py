@@ -147,7 +147,7 @@ def test_a_complete_stream_leaves_no_cycle(sim: str, api: str, transport: str) -
 
 @pytest.mark.parametrize("api,transport", [("chat", "http"), ("anthropic", "http"), ("responses", "websocket")])
 def test_every_error_class_leaves_no_cycle(faulty: str, api: str, transport: str) -> None:
-    recs, left = measured(_host(faulty, api, transport), n=40)
+    recs, left = measured(_host(faulty, api, transport), n=80)  # each class drawn at 10 % or more: all of them
     seen = {r.error for r in recs}
     assert {"disconnect", "stream_error", "malformed_stream", "bad_usage", "http_5xx"} <= seen, seen
     assert not left.found, str(left)
@@ -177,7 +177,7 @@ def test_a_timeout_leaves_no_cycle(stalling: str, transport: str, which: str) ->
 @pytest.mark.parametrize("api,transport", [("chat", "http"), ("responses", "websocket")])
 def test_a_cancelled_call_leaves_no_cycle(stalling: str, api: str, transport: str) -> None:
     recs, left = measured(_host(stalling, api, transport), _cancelled, n=8)
-    assert all(r.t_headers is not None and r.output_events for r in recs)  # cancelled mid-answer
+    assert all(r.t_headers is not None and r.t_done is not None for r in recs)  # cancelled mid-answer
     assert not left.found, str(left)
 
 
@@ -209,7 +209,7 @@ def test_retries_and_sessions_ends_leave_no_cycle(tmp_path) -> None:
     for tasks in (4, 12):
         with Leftovers() as left[tasks]:
             summary = _run(*args(tasks))
-        assert summary["errors_by_class"].get("http_429") and summary["totals"]["ok"] > 15 * tasks  # retried on
+        assert summary["errors_by_class"].get("http_429") and summary["totals"]["ok"] > 10 * tasks  # retried on
         calls[tasks] = summary["requests"]
     # a cycle per call leaves at least one object per call; what a run makes once varies by a few (a thread's hook)
     more = calls[12] - calls[4]
