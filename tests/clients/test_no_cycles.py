@@ -1,6 +1,6 @@
 """A call leaves nothing for the cyclic collector, on every path: a complete stream in each API flavour and over
 WebSocket, every error class, a timeout (no new bytes, or the call's deadline), a cancel, a retry and a session's
-end.
+end, and a worker's records on their way to the parent.
 
 Each test runs a few calls first (lazy imports, pools, caches), then its calls with the collector off and
 ``gc.DEBUG_SAVEALL`` on: what ``gc.collect()`` then finds unreachable is what only the cyclic collector could have
@@ -29,6 +29,7 @@ from replay.clients.flavours.base import RequestOptions
 from replay.clients.host import HostConfig
 from replay.clients.transport import Transport
 from replay.records.run_file import RequestRecord
+from replay.scale.channel import Outbox, open_channel
 from replay.workload.trajectory import Message
 from tests.support.sim_process import sim_process
 
@@ -216,3 +217,44 @@ def test_retries_and_sessions_ends_leave_no_cycle(tmp_path) -> None:
     small, big = _per_call(left[4]), _per_call(left[12])
     grew = {k: (small.get(k, 0), n) for k, n in big.items() if n - small.get(k, 0) >= more // 4}
     assert more > 100 and not grew, f"grew with {more} more calls: {grew}; with 12 tasks: {left[12]}"
+
+
+def test_a_workers_records_on_their_way_to_the_parent_leave_no_cycle() -> None:
+    """A worker's record lines through its Outbox and the link's two Channels (``replay.scale.channel``), batched
+    and framed as a sharded run sends them. (No cycle was found on this path: the test keeps it so.)"""
+
+    async def go() -> tuple[int, Leftovers]:
+        got: list[Any] = []
+        enough = asyncio.Event()
+        want = [10]
+
+        def on_frame(messages: list[Any]) -> None:
+            got.extend(messages)
+            if len(got) >= want[0]:
+                enough.set()
+
+        a, b = socket.socketpair()
+        sender = await open_channel(a, lambda _m: None, lambda: None)
+        reader = await open_channel(b, on_frame, lambda: None)
+        box = Outbox(sender, batch_s=0.001, batch_max=64)
+        line = b'{"type":"request","id":"req-1","ttft_s":0.1}'
+        try:
+            for _ in range(10):
+                box.put(("line", 1, line))
+            await enough.wait()
+            enough.clear()
+            with Leftovers() as left:
+                want[0] += 3000
+                for i in range(3000):
+                    box.put(("line", 1, line))
+                    if i % 100 == 0:
+                        await asyncio.sleep(0)  # a turn of the loop: batches go out as a worker's do
+                box.flush()
+                await enough.wait()
+        finally:
+            await sender.close()
+            await asyncio.wait_for(reader.closed, 5)
+        return len(got), left
+
+    n, left = event_loop.run(go())
+    assert n == 3010 and not left.found, str(left)
