@@ -98,3 +98,21 @@ def http_error_class(status: int, body: bytes) -> str:
     if status == 413 or (status == 400 and _TOO_LARGE.search(head)):
         return "request_too_large"
     return f"http_{status // 100}xx"
+
+
+def drop_frames(exc: BaseException) -> None:
+    """Drop the tracebacks of a failure the call has classified, and of those it was raised from or during.
+
+    A traceback holds the frames it passed through, and their locals hold what raised it: aiohttp's stream reader
+    and protocol keep the exception they raised (``set_exception``), and an asyncio task keeps the one its
+    coroutine ended with. Kept, each failed call would leave a reference cycle that only the cyclic collector
+    frees; the record already says what happened (class and detail)."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        e = pending.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        pending += (e.__cause__, e.__context__)

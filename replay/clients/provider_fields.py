@@ -48,8 +48,17 @@ FIREWORKS_TTFT = "fireworks-server-time-to-first-token"
 SECONDS = {*GROQ_TIMES, "server-time-to-first-token", "server-processing-time"}  # timings in seconds; ``*_ms`` ms
 
 
+# The top-level fields that carry extras: a chunk with none of them (most hosts' every chunk) is passed by one set
+# operation, not a dozen look-ups (it is decoded on the per-call path: the role, finish and usage chunks).
+_EXTRAS = frozenset({"x_groq", *TIMING_KEYS, "provider_metadata", "openrouter_metadata", "meta_info"})
+
+
 def note_chunk(st: StreamState, obj: dict[str, Any]) -> None:
     """The extras one decoded OpenAI-style chunk carries."""
+    if _EXTRAS.isdisjoint(obj):
+        choices = obj.get("choices")
+        if not (isinstance(choices, list) and choices and isinstance(choices[0], dict) and "meta_info" in choices[0]):
+            return
     groq = obj.get("x_groq")
     if isinstance(groq, dict):
         if isinstance(groq.get("id"), str):

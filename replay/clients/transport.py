@@ -19,6 +19,7 @@ import aiohttp
 
 from replay.clients import http_session, tls, wire_stamps
 from replay.clients.body import Body, BodyPayload
+from replay.clients.errors import drop_frames
 from replay.clients.host import HostConfig
 from replay.clients.usage import excerpt
 from replay.clients.watchdog import MAX_HOPS, REDIRECTS, Stalled, redirect_target, same_origin, watched
@@ -190,15 +191,19 @@ class Transport:
                 raise
             except Stalled as exc:
                 rec.t_done = perf_counter()
+                drop_frames(exc)
                 rec.error, rec.error_detail = "timeout", str(exc)
             except wire_stamps.ResponseTooLarge as exc:
                 rec.t_done = perf_counter()
+                drop_frames(exc)
                 rec.error, rec.error_detail = "response_too_large", f"{exc}; the rest was not read"
-            except TimeoutError:  # aiohttp's own timers (sock_read is the stall timeout) or the call's deadline
+            except TimeoutError as exc:  # aiohttp's own timers (sock_read is the stall timeout) or the call's deadline
                 rec.t_done = perf_counter()
+                drop_frames(exc)
                 rec.error, rec.error_detail = "timeout", _timeout_detail(self.host, deadline)
             except aiohttp.ClientError as exc:
                 rec.t_done = perf_counter()
+                drop_frames(exc)
                 if resend and _stale_connection(exc) and rec.t_headers is None:
                     # A kept-alive connection the server had already closed (llama-server closes after every stream
                     # while announcing keep-alive): sent again, once, on a fresh one. Only when retries are allowed:

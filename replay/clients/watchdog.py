@@ -33,33 +33,58 @@ class Stalled(ReplayError):
     """No new bytes for the stall timeout."""
 
 
+class _Watch:
+    """The stall timer of one exchange. Its handle and the callback it holds point back here, so ``stop`` drops
+    them: the exchange leaves no reference cycle for the collector (a closure that rescheduled itself did)."""
+
+    __slots__ = ("handle", "last_byte", "loop", "stall_s", "stalled", "task")
+
+    def __init__(self, task: asyncio.Future[None], last_byte: Callable[[], float], stall_s: float) -> None:
+        self.task: asyncio.Future[None] | None = task
+        self.last_byte: Callable[[], float] | None = last_byte
+        self.stall_s = stall_s
+        self.stalled = False
+        self.loop = asyncio.get_running_loop()
+        self.handle: asyncio.TimerHandle | None = self.loop.call_later(stall_s, self.check)
+
+    def check(self) -> None:
+        if self.task is None or self.last_byte is None:
+            return
+        quiet = perf_counter() - self.last_byte()
+        if quiet >= self.stall_s:
+            self.stalled = True
+            self.handle = None
+            self.task.cancel()
+        else:
+            self.handle = self.loop.call_later(self.stall_s - quiet, self.check)
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle = self.task = self.last_byte = None
+
+
 async def watched(exchange: Coroutine[Any, Any, None], last_byte: Callable[[], float], stall_s: float) -> None:
     """Await ``exchange``; Stalled when ``last_byte()`` (a ``perf_counter`` stamp) stays older than ``stall_s``."""
     task = asyncio.ensure_future(exchange)
-    loop = asyncio.get_running_loop()
-    stalled = False
-    handle: asyncio.TimerHandle | None = None
-
-    def check() -> None:
-        nonlocal handle, stalled
-        quiet = perf_counter() - last_byte()
-        if quiet >= stall_s:
-            stalled = True
-            task.cancel()
-        else:
-            handle = loop.call_later(stall_s - quiet, check)
-
-    handle = loop.call_later(stall_s, check)
+    watch = _Watch(task, last_byte, stall_s)
     try:
         await task
     except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if stalled and (current is None or not current.cancelling()):  # the watchdog's, not the run's
+        if watch.stalled and not _run_cancelling():  # the watchdog's, not the run's
             raise Stalled(f"no new bytes for {stall_s:g} s (--stall-timeout)") from None
         raise
     finally:
-        if handle is not None:
-            handle.cancel()
+        watch.stop()
+        del task, watch  # the task's exception, raised here, holds this frame in its traceback: not the task too
+
+
+def _run_cancelling() -> bool:
+    """Whether the run is cancelling the calling task (apart from the watchdog). A function of its own, so the
+    task is never a local of the frame that a cancelled call's traceback holds (the task keeps that traceback: a
+    reference cycle)."""
+    current = asyncio.current_task()
+    return current is not None and current.cancelling() > 0
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

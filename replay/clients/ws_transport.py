@@ -23,6 +23,7 @@ import aiohttp
 import orjson
 
 from replay.clients import tls
+from replay.clients.errors import drop_frames
 from replay.clients.host import HostConfig
 from replay.clients.http_session import RedirectNotFollowed
 from replay.clients.usage import excerpt
@@ -136,8 +137,9 @@ class Sockets:
         for s in [s for s in idle if s.ws.closed]:
             idle.remove(s)
             self.lost.setdefault(rec.session, []).append(self._why_closed(s))
+            _let_go(s)
         while self.spare and self.spare[-1].ws.closed:
-            self.spare.pop()
+            _let_go(self.spare.pop())
         held = [s for s in idle if want is not None and s.last_id == want]
         if held or idle:
             sock = held[0] if held else idle[-1]
@@ -168,8 +170,11 @@ class Sockets:
             self.idle.setdefault(lane, []).append(sock)
             return
         self.lost.setdefault(lane, []).append(broken or self._why_closed(sock))
-        with contextlib.suppress(Exception):
-            await sock.ws.close()
+        try:
+            with contextlib.suppress(Exception):
+                await sock.ws.close()
+        finally:
+            _let_go(sock)
 
     async def close(self) -> None:
         every = [s for socks in self.idle.values() for s in socks] + self.spare
@@ -177,6 +182,16 @@ class Sockets:
         for s in every:
             with contextlib.suppress(Exception):
                 await s.ws.close()
+            _let_go(s)
+
+
+def _let_go(sock: Socket) -> None:
+    """aiohttp keeps the exception a socket failed with (``exception()``), and its traceback holds the frames of the
+    socket's own methods (``receive``, ``close``): a reference cycle per broken socket that only the cyclic
+    collector frees, unless its frames are dropped once the socket is done with."""
+    exc = sock.ws.exception()
+    if exc is not None:
+        drop_frames(exc)
 
 
 async def _receive(sock: Socket, turn: Turn, limit: int, sent: float) -> None:
@@ -233,12 +248,16 @@ async def exchange(sock: Socket, message: bytes, rec: RequestRecord, host: HostC
     try:
         await watched(run(), last, host.stall_timeout_s)
     except Stalled as exc:
+        drop_frames(exc)
         rec.error, rec.error_detail = "timeout", str(exc)
-    except TimeoutError:
+    except TimeoutError as exc:
+        drop_frames(exc)
         rec.error, rec.error_detail = "timeout", "the call passed its deadline (--request-timeout)"
     except ResponseTooLargeError as exc:
+        drop_frames(exc)
         rec.error, rec.error_detail = "response_too_large", f"{exc}; the rest was not read"
     except (aiohttp.ClientError, ConnectionError, OSError) as exc:
+        drop_frames(exc)
         turn.closed = excerpt(f"{type(exc).__name__}: {exc}")
     finally:
         rec.t_done = perf_counter()
@@ -249,6 +268,7 @@ async def exchange(sock: Socket, message: bytes, rec: RequestRecord, host: HostC
 def connect_error(exc: BaseException, rec: RequestRecord) -> None:
     """A socket that could not be opened, classified like an HTTP call's failure to connect (a refused upgrade
     by its status, a redirect as a redirect: never followed, ``replay.clients.http_session``)."""
+    drop_frames(exc)
     if isinstance(exc, RedirectNotFollowed):
         rec.status, rec.error = exc.status, "redirect"
         rec.error_detail = excerpt(f"{exc}: a WebSocket upgrade is never redirected (its auth stays with its origin)")

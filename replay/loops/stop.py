@@ -44,15 +44,37 @@ class RunStop:
 
 
 async def until_stop(workers: list[asyncio.Task[None]], asked: RunStop, deadline: float | None) -> None:
-    """Return when every worker is done, the deadline passes, or a stop is asked for."""
-    while any(not w.done() for w in workers) and not asked.requested.is_set():
-        timeout = None if deadline is None else deadline - now()
-        if timeout is not None and timeout <= 0:
-            return
-        wake = asyncio.create_task(asked.requested.wait())
-        await asyncio.wait([*(w for w in workers if not w.done()), wake], timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-        wake.cancel()
+    """Return when every worker is done, the deadline passes, or a stop is asked for. Each worker's end is counted by
+    a callback of its own, once: waiting again on every worker still running whenever one ended cost a run's end
+    O(sessions²) (65,000 steps for 256 sessions, 3 % of a run's client CPU with one call per task)."""
+    pending = [w for w in workers if not w.done()]
+    if not pending:
+        return
+    left = len(pending)
+    every = asyncio.get_running_loop().create_future()
+
+    def ended(_task: asyncio.Task[None]) -> None:
+        nonlocal left
+        left -= 1
+        if not left and not every.done():
+            every.set_result(None)
+
+    for w in pending:
+        w.add_done_callback(ended)
+    try:
+        while not every.done() and not asked.requested.is_set():
+            timeout = None if deadline is None else deadline - now()
+            if timeout is not None and timeout <= 0:
+                return
+            wake = asyncio.create_task(asked.requested.wait())
+            try:
+                await asyncio.wait([every, wake], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                wake.cancel()
+    finally:
+        for w in pending:
+            w.remove_done_callback(ended)
+        every.cancel()
 
 
 async def drain(workers: Iterable[asyncio.Task[None]], asked: RunStop) -> None:

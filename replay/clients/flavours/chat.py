@@ -109,8 +109,7 @@ class ChatFlavour(Flavour):
         if has_error(obj.get("error")):
             st.error = excerpt(safe_dumps(obj["error"])) or "error"
             return NONE
-        groq_error = get(obj, "x_groq", "error")
-        if has_error(groq_error):
+        if "x_groq" in obj and has_error(groq_error := get(obj, "x_groq", "error")):  # (Groq's own error member)
             st.error = excerpt(safe_dumps(groq_error))
             return NONE
         kind = self._choices(st, obj, data, "delta")

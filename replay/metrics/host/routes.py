@@ -69,6 +69,8 @@ def host_name(value: object) -> str | None:
     """A name a host sent (a route, a tier), as a figure may key it: text, printable, at most MAX_NAME characters."""
     if not isinstance(value, str) or not value:
         return None
+    if len(value) <= MAX_NAME and value.isprintable():  # as most are: kept as it is, without a step per character
+        return value
     text = "".join(c if c.isprintable() else "?" for c in value[: MAX_NAME + 1])
     return text if len(text) <= MAX_NAME else text[: MAX_NAME - 3] + "..."
 
