@@ -1,0 +1,174 @@
+"""Delivered concurrency: the lanes a run asked for beside what its lanes were doing, second by second.
+
+A lane (one of the sessions run at once: ``--concurrency``, or an open loop's ``max_live``) is, at any moment:
+
+- **in a call** from a root agent's call's ``t_sent`` to its ``t_done`` (every attempt; a subagent's calls overlap
+  its parent's pause and are not counted again);
+- **waiting on the client** from a root call's ``t_call`` to its ``t_sent`` (the client's own queue and connecting:
+  the agent asked, nothing was sent);
+- **in a tool pause** for the rest of a task of its ``[t_start, t_end)`` (the recorded tool pauses, waiting for
+  subagents, backoff and ``--max-rpm`` waits);
+- **idle** outside its tasks (waiting to start, or with nothing to do).
+
+A lane is **active** while it is in a call or in a tool pause: doing the agent's work. The times are kept as whole
+microseconds per second of the run's clock (``floor(t)``), so tallies of parts of a run (a soak's windows, the
+workers of a sharded run) add exactly, and the figures cover the whole seconds inside the steady window.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from replay.records.run_file import RequestRecord, TaskRecord
+
+US = 1_000_000
+CALL, WAIT, TASK = 0, 1, 2  # the per-second sums: lane-µs in a call, waiting on the client, inside a task
+DELIVERED_SHARE = 0.95  # a run whose lanes (or arrivals) delivered less than this share of what it asked did not pass
+
+
+class LaneTally:
+    """Lane-microseconds in a call, waiting on the client and inside a task, per second of the clock; and the lanes
+    that made calls. Fed one record at a time; merges and travels as JSON exactly."""
+
+    __slots__ = ("lanes", "seconds")
+
+    def __init__(self) -> None:
+        self.seconds: dict[int, list[int]] = {}  # floor(t) -> [in call, waiting on the client, in a task] (µs)
+        self.lanes: set[int] = set()  # lanes that made a call
+
+    def add(self, r: RequestRecord) -> None:
+        self.lanes.add(r.session)
+        if r.parent is not None or r.t_done is None:
+            return
+        if r.t_call is not None and r.t_call < r.t_sent:
+            self._spread(r.t_call, r.t_sent, WAIT)
+        self._spread(r.t_sent, r.t_done, CALL)
+
+    def add_task(self, t: TaskRecord) -> None:
+        self._spread(t.t_start, t.t_end, TASK)
+
+    def _spread(self, a: float, b: float, kind: int) -> None:
+        lo, hi = round(a * US), round(b * US)
+        seconds = self.seconds
+        k = lo // US
+        while lo < hi:
+            edge = min(hi, (k + 1) * US)
+            row = seconds.get(k)
+            if row is None:
+                row = seconds[k] = [0, 0, 0]
+            row[kind] += edge - lo
+            lo, k = edge, k + 1
+
+    def merge(self, other: LaneTally) -> None:
+        for k, (call, wait, task) in other.seconds.items():
+            row = self.seconds.setdefault(k, [0, 0, 0])
+            row[CALL] += call
+            row[WAIT] += wait
+            row[TASK] += task
+        self.lanes |= other.lanes
+
+    def encode(self) -> dict[str, Any]:
+        return {"seconds": [[k, *v] for k, v in self.seconds.items()], "lanes": sorted(self.lanes)}
+
+    @classmethod
+    def decode(cls, data: dict[str, Any] | None) -> LaneTally:
+        tally = cls()
+        if data:
+            tally.seconds = {int(row[0]): [int(v) for v in row[1:4]] for row in data["seconds"]}
+            tally.lanes = {int(lane) for lane in data["lanes"]}
+        return tally
+
+
+@dataclass(slots=True)
+class ConcurrencyFigures:
+    """Asked and delivered side by side (docs/metrics.md, "Delivered concurrency"); lane counts are means over the
+    whole seconds of the steady window (``seconds``), ``*_min`` the lowest second's mean."""
+
+    asked: int | None  # --concurrency, or the open loop's max_live
+    lanes: int | None  # the lanes the run had (never more than the tasks it may start)
+    made_calls: int  # lanes that made at least one call, over the run
+    seconds: int  # whole seconds of the steady window the lane figures cover
+    in_call_mean: float | None
+    in_call_min: float | None
+    in_tool_mean: float | None
+    client_wait_mean: float | None
+    idle_mean: float | None
+    active_mean: float | None
+    active_min: float | None
+    active_share: float | None  # active_mean / lanes
+    arrivals_asked: int | None  # open loop: sessions that arrived by the stop
+    arrivals_started: int | None  # open loop: of them, those that started
+    judged: bool  # whether the verdict judges the delivery (a steady window of a timed closed loop; an open loop)
+    delivered: bool | None
+    shortfall: str | None  # why the run delivered less than it asked (the verdict's reason), else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def concurrency_figures(
+    tally: LaneTally, window: tuple[tuple[float, float], ...], steady: bool, header: dict[str, Any],
+    footer: dict[str, Any] | None,
+) -> ConcurrencyFigures:  # fmt: skip
+    """The figures of ``tally`` over the whole seconds inside ``window`` (its parts: a resumed run's segments);
+    ``steady``: the window is a steady one (not the whole run), so the delivery is judged."""
+    footer = footer or {}
+    open_loop = header.get("open_loop") or {}
+    asked = open_loop.get("max_live") if open_loop else (header.get("load") or {}).get("concurrency")
+    lanes = footer.get("sessions") or asked
+    rows = [tally.seconds.get(k, [0, 0, 0]) for a, b in window for k in range(math.ceil(a), math.floor(b))]
+    per_second = [(call / US, max(task - wait, call) / US, wait / US) for call, wait, task in rows]
+    n = len(per_second)
+
+    def mean(i: int) -> float | None:
+        return sum(p[i] for p in per_second) / n if n else None
+
+    active = mean(1)
+    arrivals = (footer.get("open_loop") or {}) if open_loop else {}
+    arrived = arrivals.get("arrived")
+    started = arrived - (arrivals.get("never_started") or 0) if arrived is not None else None
+    figures = ConcurrencyFigures(
+        asked=asked,
+        lanes=lanes,
+        made_calls=len(tally.lanes),
+        seconds=n,
+        in_call_mean=mean(0),
+        in_call_min=min((p[0] for p in per_second), default=None),
+        in_tool_mean=None if active is None else active - (mean(0) or 0.0),
+        client_wait_mean=mean(2),
+        idle_mean=None if active is None or not lanes else lanes - active,
+        active_mean=active,
+        active_min=min((p[1] for p in per_second), default=None),
+        active_share=active / lanes if active is not None and lanes else None,
+        arrivals_asked=arrived,
+        arrivals_started=started,
+        judged=False,
+        delivered=None,
+        shortfall=None,
+    )
+    _judge(figures, steady and not open_loop)
+    return figures
+
+
+def _judge(f: ConcurrencyFigures, timed_closed_loop: bool) -> None:
+    """Whether the run delivered what it asked: its lanes active in the steady window (a closed loop), or its
+    arrivals started (an open loop), each at least DELIVERED_SHARE of what was asked."""
+    if f.arrivals_asked:
+        f.judged = True
+        f.delivered = (f.arrivals_started or 0) >= DELIVERED_SHARE * f.arrivals_asked
+        if not f.delivered:
+            f.shortfall = (
+                f"the client delivered less than the load asked: {f.arrivals_started} of "
+                f"{f.arrivals_asked} arrivals started by the stop (under {DELIVERED_SHARE:.0%})"
+            )
+    elif timed_closed_loop and f.active_share is not None:
+        f.judged = True
+        f.delivered = f.active_share >= DELIVERED_SHARE
+        if not f.delivered:
+            f.shortfall = (
+                f"the client delivered less than the load asked: {f.active_mean:.1f} of its {f.lanes} "
+                f"lanes active on average in the steady window ({f.active_share:.1%}, under "
+                f"{DELIVERED_SHARE:.0%}; {f.made_calls} of {f.asked} sessions asked made calls)"
+            )
