@@ -113,7 +113,7 @@ def concurrency_figures(
     footer: dict[str, Any] | None,
 ) -> ConcurrencyFigures:  # fmt: skip
     """The figures of ``tally`` over the whole seconds inside ``window`` (its parts: a resumed run's segments);
-    ``steady``: the window is a steady one (not the whole run), so the delivery is judged."""
+    ``steady``: the window is a steady one (not the whole run), so a closed loop's delivery is judged."""
     footer = footer or {}
     open_loop = header.get("open_loop") or {}
     asked = open_loop.get("max_live") if open_loop else (header.get("load") or {}).get("concurrency")
@@ -148,7 +148,8 @@ def concurrency_figures(
         delivered=None,
         shortfall=None,
     )
-    _judge(figures, steady and not open_loop)
+    # a resumed run is not judged: a segment that was killed left its running tasks unrecorded (their pauses idle)
+    _judge(figures, steady and not open_loop and len(window) == 1)
     return figures
 
 

@@ -69,13 +69,15 @@ def test_parts_merged_and_sent_as_json_give_the_same_figures() -> None:
     assert concurrency_figures(merged, ((10.0, 14.0),), True, HEADER, FOOTER) == whole
 
 
-def test_a_run_that_delivered_less_than_asked_exits_3_and_one_measured_whole_is_not_judged() -> None:
+def test_a_run_that_delivered_less_than_asked_exits_3_and_one_measured_whole_or_resumed_is_not_judged() -> None:
     tally = _tally(*_records())
     short = concurrency_figures(tally, ((10.0, 14.0),), True, HEADER, FOOTER)
     verdict = judge({"requests": 4, "concurrency": short.to_dict()}, {}, FOOTER)["verdict"]
     assert verdict == {"passed": False, "exit_code": 3, "reasons": [short.shortfall]}
     whole = concurrency_figures(tally, ((10.0, 14.0),), False, HEADER, FOOTER)
     assert not whole.judged and judge({"requests": 4, "concurrency": whole.to_dict()}, {}, FOOTER)["verdict"]["passed"]
+    resumed = concurrency_figures(tally, ((10.0, 12.0), (12.0, 14.0)), True, HEADER, FOOTER)
+    assert not resumed.judged and resumed.active_share == short.active_share  # the same seconds, not judged
 
 
 def test_an_open_loop_is_judged_by_its_arrivals() -> None:

@@ -34,6 +34,10 @@ def _report(out: Path) -> dict:
     return orjson.loads(res.stdout)
 
 
+def _text(out: Path) -> str:
+    return CliRunner().invoke(main, ["report", str(out)], catch_exceptions=False).stdout
+
+
 def _lines(out: Path) -> list[dict]:
     return [orjson.loads(line) for line in out.read_bytes().splitlines() if line.strip()]
 
@@ -113,6 +117,9 @@ def test_a_closed_loops_delivery_is_the_same_live_offline_recounted_and_by_the_h
     host, edges = _host_in_flight(out)  # the host saw the calls between their sending and their end
     assert host <= c["in_call_mean"] + 1e-6
     assert c["in_call_mean"] - host == pytest.approx(edges, abs=1e-4)  # the rest is the client's side of each call
+    text = _text(out)
+    assert "Concurrency: 4 sessions asked, 4 made calls (delivered)" in text
+    assert f"active {c['active_mean']:.2f} of 4" in text and f"in a call {c['in_call_mean']:.2f}" in text
 
 
 def test_worker_processes_deliver_their_lanes_figures_to_the_parent_and_a_threshold_gates_on_them(
@@ -140,6 +147,7 @@ def test_a_ramp_that_falls_behind_the_window_never_passes(workload: Path, tmp_pa
     assert c["made_calls"] < c["asked"] == 4
     assert code == live["verdict"]["exit_code"] == 3 and not live["verdict"]["passed"]
     assert c["shortfall"] in live["verdict"]["reasons"] and "lanes active on average" in c["shortfall"]
+    assert "(NOT delivered: under 95%)" in _text(out)
     assert live == _report(out)
     _check_recount(live, out)
 
