@@ -2,17 +2,20 @@
 
 A lane (one of the sessions run at once: ``--concurrency``, or an open loop's ``max_live``) is, at any moment:
 
-- **in a call** from a root agent's call's ``t_sent`` to its ``t_done`` (every attempt; a subagent's calls overlap
-  its parent's pause and are not counted again);
-- **waiting on the client** from a root call's ``t_call`` to its ``t_sent`` (the client's own queue and connecting:
-  the agent asked, nothing was sent);
+- **in a call** from a root agent's call's ``t_call`` (the agent asked) to its ``t_done`` (every attempt; a subagent's
+  calls overlap its parent's pause and are not counted again); of that, **waiting on the client** until ``t_sent``
+  (the client's own queue and connecting: nothing had been sent yet);
 - **in a tool pause** for the rest of a task of its ``[t_start, t_end)`` (the recorded tool pauses, waiting for
   subagents, backoff and ``--max-rpm`` waits);
 - **idle** outside its tasks (waiting to start, or with nothing to do).
 
-A lane is **active** while it is in a call or in a tool pause: doing the agent's work. The times are kept as whole
-microseconds per second of the run's clock (``floor(t)``), so tallies of parts of a run (a soak's windows, the
-workers of a sharded run) add exactly, and the figures cover the whole seconds inside the steady window.
+A lane is **active** while it is in a call or in a tool pause: doing the agent's work. A client too slow to send
+shows as waiting on the client (and in ``client.send_wait_s``, ``client.saturated``, ``client.held_up``), a client
+that cannot keep its lanes going (a ramp behind the window, sessions that never start) as idle lanes.
+
+The times are kept as whole microseconds per second of the run's clock (``floor(t)``), so tallies of parts of a run
+(a soak's windows, the workers of a sharded run) add exactly, and the figures cover the whole seconds inside the
+steady window.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from replay.records.run_file import RequestRecord, TaskRecord
 
 US = 1_000_000
-CALL, WAIT, TASK = 0, 1, 2  # the per-second sums: lane-µs in a call, waiting on the client, inside a task
+CALL, WAIT, TASK = 0, 1, 2  # the per-second sums: lane-µs in a call, of it waiting on the client, inside a task
 DELIVERED_SHARE = 0.95  # a run whose lanes (or arrivals) delivered less than this share of what it asked did not pass
 
 
@@ -42,9 +45,11 @@ class LaneTally:
         self.lanes.add(r.session)
         if r.parent is not None or r.t_done is None:
             return
+        asked = r.t_sent
         if r.t_call is not None and r.t_call < r.t_sent:
+            asked = r.t_call
             self._spread(r.t_call, r.t_sent, WAIT)
-        self._spread(r.t_sent, r.t_done, CALL)
+        self._spread(asked, r.t_done, CALL)
 
     def add_task(self, t: TaskRecord) -> None:
         self._spread(t.t_start, t.t_end, TASK)
@@ -119,7 +124,7 @@ def concurrency_figures(
     asked = open_loop.get("max_live") if open_loop else (header.get("load") or {}).get("concurrency")
     lanes = footer.get("sessions") or asked
     rows = [tally.seconds.get(k, [0, 0, 0]) for a, b in window for k in range(math.ceil(a), math.floor(b))]
-    per_second = [(call / US, max(task - wait, call) / US, wait / US) for call, wait, task in rows]
+    per_second = [(call / US, max(task, call) / US, wait / US) for call, wait, task in rows]
     n = len(per_second)
 
     def mean(i: int) -> float | None:

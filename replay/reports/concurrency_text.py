@@ -12,14 +12,15 @@ def concurrency_lines(c: dict[str, Any] | None) -> list[str]:
     if not c or (c["active_mean"] is None and c["arrivals_asked"] is None):
         return []
     judged = "" if not c["judged"] else " (delivered)" if c["delivered"] else " (NOT delivered: under 95%)"
-    lines = [f"Concurrency: {c['asked']} sessions asked, {c['made_calls']} made calls{judged}"]
+    lines = [f"Concurrency: {c['asked']:,} sessions asked, {c['made_calls']:,} made calls{judged}"]
     if c["active_mean"] is not None:
         lines += [
-            f"  lanes, mean of {c['seconds']} whole seconds of the window: active {c['active_mean']:.2f} of "
-            f"{c['lanes']} ({pct(c['active_share'])}; lowest second {c['active_min']:.2f})",
-            f"    = in a call {c['in_call_mean']:.2f} (lowest second {c['in_call_min']:.2f}) + in a tool pause "
-            f"{c['in_tool_mean']:.2f}; waiting on the client {c['client_wait_mean']:.2f}, idle {c['idle_mean']:.2f}",
+            f"  lanes over {c['seconds']} whole seconds of the window, mean (lowest second):",
+            f"    active {c['active_mean']:,.1f} ({c['active_min']:,.1f}) of {c['lanes']:,} = "
+            f"{pct(c['active_share'])}, idle {c['idle_mean']:,.1f}",
+            f"    in a call {c['in_call_mean']:,.1f} ({c['in_call_min']:,.1f}), of it waiting on the client "
+            f"{c['client_wait_mean']:,.1f}; in a tool pause {c['in_tool_mean']:,.1f}",
         ]
     if c["arrivals_asked"] is not None:
-        lines.append(f"  open loop: {c['arrivals_started']} of {c['arrivals_asked']} arrivals started by the stop")
+        lines.append(f"  open loop: {c['arrivals_started']:,} of {c['arrivals_asked']:,} arrivals started by the stop")
     return lines

@@ -42,20 +42,21 @@ def _tally(calls: list[RequestRecord], tasks: list[TaskRecord]) -> LaneTally:
 
 def test_each_second_says_how_many_lanes_were_in_a_call_in_a_pause_and_idle() -> None:
     f = concurrency_figures(_tally(*_records()), ((10.0, 14.0),), True, HEADER, FOOTER)
-    # seconds 10..13: in a call 0.5, 0.5 (lane 1), 0.5 + 0.5 (lanes 1 and 0), 0.5 (lane 0); the subagent's is not
+    # seconds 10..13: in a call 0.5, 0.5 (lane 1), 0.5 + 0.75 (lane 1; lane 0 from 12.25, when it asked), 0.5
+    # (lane 0); the subagent's call is not counted
     assert f.seconds == 4 and f.made_calls == 2
-    assert f.in_call_mean == pytest.approx(2.5 / 4) and f.in_call_min == pytest.approx(0.5)
-    assert f.client_wait_mean == pytest.approx(0.25 / 4)
-    # in a task: 1, 1.5, 2, 2 lane-seconds; less the quarter second lane 0 waited on the client
-    assert f.active_mean == pytest.approx((6.5 - 0.25) / 4) and f.active_min == pytest.approx(1.0)
-    assert f.active_share == pytest.approx(6.25 / 8) and f.idle_mean == pytest.approx(2 - 6.25 / 4)
+    assert f.in_call_mean == pytest.approx(2.75 / 4) and f.in_call_min == pytest.approx(0.5)
+    assert f.client_wait_mean == pytest.approx(0.25 / 4)  # of which lane 0 waited on the client 12.25-12.5
+    # in a task: 1, 1.5, 2, 2 lane-seconds
+    assert f.active_mean == pytest.approx(6.5 / 4) and f.active_min == pytest.approx(1.0)
+    assert f.active_share == pytest.approx(6.5 / 8) and f.idle_mean == pytest.approx(2 - 6.5 / 4)
     assert f.in_tool_mean == pytest.approx(f.active_mean - f.in_call_mean)
     assert f.judged and f.delivered is False and "of its 2 lanes active" in (f.shortfall or "")
 
 
 def test_only_the_whole_seconds_of_the_window_count() -> None:
     f = concurrency_figures(_tally(*_records()), ((10.4, 13.6),), True, HEADER, FOOTER)
-    assert f.seconds == 2 and f.in_call_mean == pytest.approx(1.5 / 2)  # seconds 11 and 12
+    assert f.seconds == 2 and f.in_call_mean == pytest.approx(1.75 / 2)  # seconds 11 and 12
     empty = concurrency_figures(_tally(*_records()), ((10.4, 11.6),), True, HEADER, FOOTER)
     assert empty.seconds == 0 and empty.active_share is None and not empty.judged
 

@@ -46,24 +46,24 @@ def _overlap(a: float, b: float, lo: float, hi: float) -> float:
     return max(0.0, min(b, hi) - max(a, lo))
 
 
-def _recount(out: Path) -> dict:
-    """The lane figures from the raw lines: for each whole clock second in the steady window, the seconds of root
-    calls in flight (sent to done), of waits before sending (begun to sent) and of tasks (start to end)."""
+def _recount(out: Path, span: tuple[float, float] | None = None) -> dict:
+    """The lane figures from the raw lines: for each whole clock second in the steady window (or ``span``), the
+    seconds of root calls (begun to done) and of tasks (start to end)."""
     lines = _lines(out)
     header = lines[0]
     phases = {r["name"]: r["t"] for r in lines if r["type"] == "phase"}
     footer = next(r for r in lines if r["type"] == "footer")
     lanes = footer["sessions"]
-    seconds = range(math.ceil(phases["steady_start"]), math.floor(phases["stop"]))
+    lo, hi = span or (phases["steady_start"], phases["stop"])
+    seconds = range(math.ceil(lo), math.floor(hi))
     roots = [r for r in lines if r["type"] == "request" and r["parent"] is None and r["t_done"] is not None]
     tasks = [r for r in lines if r["type"] == "task"]
     calls, active = [], []
     for k in seconds:
-        call = sum(_overlap(r["t_sent"], r["t_done"], k, k + 1) for r in roots)
-        wait = sum(_overlap(r["t_call"], r["t_sent"], k, k + 1) for r in roots if r["t_call"] is not None)
+        call = sum(_overlap(r["t_call"] or r["t_sent"], r["t_done"], k, k + 1) for r in roots)
         task = sum(_overlap(t["t_start"], t["t_end"], k, k + 1) for t in tasks)
         calls.append(call)
-        active.append(task - wait)
+        active.append(task)
     return {
         "asked": header["load"]["concurrency"],
         "made_calls": len({r["session"] for r in lines if r["type"] == "request"}),
@@ -115,11 +115,13 @@ def test_a_closed_loops_delivery_is_the_same_live_offline_recounted_and_by_the_h
     assert c["in_call_mean"] + c["in_tool_mean"] == pytest.approx(c["active_mean"])
     assert c["active_mean"] + c["idle_mean"] == pytest.approx(4)
     host, edges = _host_in_flight(out)  # the host saw the calls between their sending and their end
-    assert host <= c["in_call_mean"] + 1e-6
-    assert c["in_call_mean"] - host == pytest.approx(edges, abs=1e-4)  # the rest is the client's side of each call
+    on_the_wire = c["in_call_mean"] - c["client_wait_mean"]
+    assert host <= on_the_wire + 1e-6
+    assert on_the_wire - host == pytest.approx(edges, abs=1e-4)  # the rest is the client's side of each call
     text = _text(out)
     assert "Concurrency: 4 sessions asked, 4 made calls (delivered)" in text
-    assert f"active {c['active_mean']:.2f} of 4" in text and f"in a call {c['in_call_mean']:.2f}" in text
+    assert f"active {c['active_mean']:,.1f} ({c['active_min']:,.1f}) of 4 = " in text
+    assert f"in a call {c['in_call_mean']:,.1f} ({c['in_call_min']:,.1f})" in text
 
 
 def test_worker_processes_deliver_their_lanes_figures_to_the_parent_and_a_threshold_gates_on_them(
@@ -174,3 +176,18 @@ def test_a_run_measured_whole_is_not_judged_on_its_drain(workload: Path, tmp_pat
     code, live = _run(str(workload), "-c", "4", "--tasks", "5", "--out", str(tmp_path / "run.jsonl"))
     c = live["concurrency"]
     assert code == 0 and not c["judged"] and c["delivered"] is None and c["shortfall"] is None
+
+
+def test_each_window_of_a_soak_says_what_its_lanes_did(workload: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.jsonl"
+    code, live = _run(str(workload), "-c", "3", "--duration", "6.2s", "--window", "2s", "--out", str(out))
+    assert code == 0 and live == _report(out)
+    records = {r["index"]: r for r in _lines(out) if r["type"] == "window"}
+    rows = [w for w in live["windows"] if w["concurrency"]["seconds"]]
+    assert len(rows) >= 2
+    for row in rows:  # each window's whole seconds, tasks that ended in a later window included
+        w = records[row["index"]]
+        mine = _recount(out, (w["t_start"], w["t_end"]))
+        assert row["concurrency"]["seconds"] == mine["seconds"]
+        for key in ("in_call_mean", "in_call_min", "active_mean", "active_share"):
+            assert row["concurrency"][key] == pytest.approx(mine[key], rel=1e-5, abs=1e-5), key
