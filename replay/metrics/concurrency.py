@@ -27,19 +27,23 @@ from typing import Any
 from replay.records.run_file import RequestRecord, TaskRecord
 
 US = 1_000_000
-CALL, WAIT, TASK = 0, 1, 2  # the per-second sums: lane-µs in a call, of it waiting on the client, inside a task
+CALL, WAIT, TASK, BETWEEN = 0, 1, 2, 3  # per second, lane-µs: in a call (of it waiting on the client), in a task,
+# between two tasks of the lane
 DELIVERED_SHARE = 0.95  # a run whose lanes (or arrivals) delivered less than this share of what it asked did not pass
 
 
 class LaneTally:
-    """Lane-microseconds in a call, waiting on the client and inside a task, per second of the clock; and the lanes
-    that made calls. Fed one record at a time; merges and travels as JSON exactly."""
+    """Lane-microseconds in a call, waiting on the client, inside a task and between two tasks of a lane, per second
+    of the clock; and the lanes that made calls. Fed one record at a time (a lane's tasks in order); tallies of
+    later records merge in (a lane's gap between two parts filled) and travel as JSON, exactly."""
 
-    __slots__ = ("lanes", "seconds")
+    __slots__ = ("ends", "lanes", "seconds", "starts")
 
     def __init__(self) -> None:
-        self.seconds: dict[int, list[int]] = {}  # floor(t) -> [in call, waiting on the client, in a task] (µs)
+        self.seconds: dict[int, list[int]] = {}  # floor(t) -> [in call, waiting on the client, in a task, between]
         self.lanes: set[int] = set()  # lanes that made a call
+        self.starts: dict[int, float] = {}  # lane -> the start of its first task here
+        self.ends: dict[int, float] = {}  # lane -> the end of its last task here
 
     def add(self, r: RequestRecord) -> None:
         self.lanes.add(r.session)
@@ -52,7 +56,15 @@ class LaneTally:
         self._spread(asked, r.t_done, CALL)
 
     def add_task(self, t: TaskRecord) -> None:
+        self._between(t.session, t.t_start)
+        self.starts.setdefault(t.session, t.t_start)
+        self.ends[t.session] = t.t_end
         self._spread(t.t_start, t.t_end, TASK)
+
+    def _between(self, lane: int, start: float) -> None:
+        last = self.ends.get(lane)
+        if last is not None and start > last:
+            self._spread(last, start, BETWEEN)
 
     def _spread(self, a: float, b: float, kind: int) -> None:
         lo, hi = round(a * US), round(b * US)
@@ -62,27 +74,39 @@ class LaneTally:
             edge = min(hi, (k + 1) * US)
             row = seconds.get(k)
             if row is None:
-                row = seconds[k] = [0, 0, 0]
+                row = seconds[k] = [0, 0, 0, 0]
             row[kind] += edge - lo
             lo, k = edge, k + 1
 
     def merge(self, other: LaneTally) -> None:
-        for k, (call, wait, task) in other.seconds.items():
-            row = self.seconds.setdefault(k, [0, 0, 0])
-            row[CALL] += call
-            row[WAIT] += wait
-            row[TASK] += task
+        """``other``'s records in, each of its lanes' records later than this tally's (a worker's next part, the
+        next window)."""
+        for lane, start in other.starts.items():
+            self._between(lane, start)
+            self.starts.setdefault(lane, start)
+        self.ends.update(other.ends)
+        for k, values in other.seconds.items():
+            row = self.seconds.setdefault(k, [0, 0, 0, 0])
+            for i, v in enumerate(values):
+                row[i] += v
         self.lanes |= other.lanes
 
     def encode(self) -> dict[str, Any]:
-        return {"seconds": [[k, *v] for k, v in self.seconds.items()], "lanes": sorted(self.lanes)}
+        return {
+            "seconds": [[k, *v] for k, v in self.seconds.items()],
+            "lanes": sorted(self.lanes),
+            "starts": list(self.starts.items()),
+            "ends": list(self.ends.items()),
+        }
 
     @classmethod
     def decode(cls, data: dict[str, Any] | None) -> LaneTally:
         tally = cls()
         if data:
-            tally.seconds = {int(row[0]): [int(v) for v in row[1:4]] for row in data["seconds"]}
+            tally.seconds = {int(row[0]): [int(v) for v in row[1:5]] for row in data["seconds"]}
             tally.lanes = {int(lane) for lane in data["lanes"]}
+            tally.starts = {int(lane): float(t) for lane, t in data["starts"]}
+            tally.ends = {int(lane): float(t) for lane, t in data["ends"]}
         return tally
 
 
@@ -98,6 +122,7 @@ class ConcurrencyFigures:
     in_call_mean: float | None
     in_call_min: float | None
     in_tool_mean: float | None
+    between_tasks_mean: float | None  # a lane between two of its tasks: active in a closed loop, idle in an open one
     client_wait_mean: float | None
     idle_mean: float | None
     active_mean: float | None
@@ -123,14 +148,18 @@ def concurrency_figures(
     open_loop = header.get("open_loop") or {}
     asked = open_loop.get("max_live") if open_loop else (header.get("load") or {}).get("concurrency")
     lanes = footer.get("sessions") or asked
-    rows = [tally.seconds.get(k, [0, 0, 0]) for a, b in window for k in range(math.ceil(a), math.floor(b))]
-    per_second = [(call / US, max(task, call) / US, wait / US) for call, wait, task in rows]
+    rows = [tally.seconds.get(k, [0, 0, 0, 0]) for a, b in window for k in range(math.ceil(a), math.floor(b))]
+    # per second: in a call, in a call or a task, waiting on the client, between tasks; and active (a closed loop's
+    # lane between two tasks is taking its next one; an open loop's waits for an arrival: idle)
+    closed = 0 if open_loop else 1
+    per_second = [(call / US, max(task, call) / US, wait / US, gap / US, (max(task, call) + closed * gap) / US)
+                  for call, wait, task, gap in rows]  # fmt: skip
     n = len(per_second)
 
     def mean(i: int) -> float | None:
         return sum(p[i] for p in per_second) / n if n else None
 
-    active = mean(1)
+    active = mean(4)
     arrivals = (footer.get("open_loop") or {}) if open_loop else {}
     arrived = arrivals.get("arrived")
     started = arrived - (arrivals.get("never_started") or 0) if arrived is not None else None
@@ -141,11 +170,12 @@ def concurrency_figures(
         seconds=n,
         in_call_mean=mean(0),
         in_call_min=min((p[0] for p in per_second), default=None),
-        in_tool_mean=None if active is None else active - (mean(0) or 0.0),
+        in_tool_mean=None if active is None else (mean(1) or 0.0) - (mean(0) or 0.0),
+        between_tasks_mean=mean(3),
         client_wait_mean=mean(2),
         idle_mean=None if active is None or not lanes else lanes - active,
         active_mean=active,
-        active_min=min((p[1] for p in per_second), default=None),
+        active_min=min((p[4] for p in per_second), default=None),
         active_share=active / lanes if active is not None and lanes else None,
         arrivals_asked=arrived,
         arrivals_started=started,

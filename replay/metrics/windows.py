@@ -244,8 +244,8 @@ def series(run: RunData) -> list[dict[str, Any]]:
 def _lane_row(f: Summary) -> dict[str, Any]:
     """A window's lanes: what they did over its whole seconds (the keys of the summary's ``concurrency``)."""
     c = f.concurrency
-    keys = ("seconds", "in_call_mean", "in_call_min", "in_tool_mean", "client_wait_mean", "idle_mean", "active_mean",
-            "active_min", "active_share")  # fmt: skip
+    keys = ("seconds", "in_call_mean", "in_call_min", "in_tool_mean", "between_tasks_mean", "client_wait_mean",
+            "idle_mean", "active_mean", "active_min", "active_share")  # fmt: skip
     return {k: getattr(c, k) for k in keys} if c is not None else {}
 
 

@@ -54,6 +54,24 @@ def test_each_second_says_how_many_lanes_were_in_a_call_in_a_pause_and_idle() ->
     assert f.judged and f.delivered is False and "of its 2 lanes active" in (f.shortfall or "")
 
 
+def test_a_lane_between_two_tasks_is_taking_its_next_in_a_closed_loop_and_idle_in_an_open_one() -> None:
+    """Lane 0: tasks 10.0-11.2 and 11.6-14.0 (the 0.4 s between: taking the next task, or waiting for an arrival);
+    lane 1: one task over the whole window. Sent in two parts, as a worker ships them or a soak's windows hold them,
+    the gap between the parts is found as it is in one pass."""
+    tasks = [_task(0, 10.0, 11.2), _task(1, 10.0, 14.0), _task(0, 11.6, 14.0)]
+    whole = _tally([], tasks)
+    merged = LaneTally()
+    for part in (_tally([], tasks[:2]), _tally([], tasks[2:])):
+        merged.merge(LaneTally.decode(part.encode()))
+    open_header = {"load": {"concurrency": 2}, "open_loop": {"arrivals": "poisson:5", "max_live": 2}}
+    for tally in (whole, merged):
+        closed = concurrency_figures(tally, ((10.0, 14.0),), True, HEADER, FOOTER)
+        assert closed.between_tasks_mean == pytest.approx(0.4 / 4) and closed.active_share == pytest.approx(1.0)
+        assert closed.active_min == pytest.approx(2.0) and closed.delivered
+        opened = concurrency_figures(tally, ((10.0, 14.0),), True, open_header, FOOTER)
+        assert opened.active_mean == pytest.approx(2 - 0.4 / 4) and opened.active_min == pytest.approx(1.6)
+
+
 def test_only_the_whole_seconds_of_the_window_count() -> None:
     f = concurrency_figures(_tally(*_records()), ((10.4, 13.6),), True, HEADER, FOOTER)
     assert f.seconds == 2 and f.in_call_mean == pytest.approx(1.75 / 2)  # seconds 11 and 12

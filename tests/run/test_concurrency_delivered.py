@@ -5,6 +5,7 @@ simulated host's own truth log, and a run that delivered less than it asked neve
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from pathlib import Path
 
 import orjson
@@ -48,7 +49,7 @@ def _overlap(a: float, b: float, lo: float, hi: float) -> float:
 
 def _recount(out: Path, span: tuple[float, float] | None = None) -> dict:
     """The lane figures from the raw lines: for each whole clock second in the steady window (or ``span``), the
-    seconds of root calls (begun to done) and of tasks (start to end)."""
+    seconds of root calls (begun to done), of tasks (start to end) and between two tasks of a lane."""
     lines = _lines(out)
     header = lines[0]
     phases = {r["name"]: r["t"] for r in lines if r["type"] == "phase"}
@@ -58,12 +59,17 @@ def _recount(out: Path, span: tuple[float, float] | None = None) -> dict:
     seconds = range(math.ceil(lo), math.floor(hi))
     roots = [r for r in lines if r["type"] == "request" and r["parent"] is None and r["t_done"] is not None]
     tasks = [r for r in lines if r["type"] == "task"]
+    by_lane: dict[int, list[dict]] = {}
+    for t in sorted(tasks, key=lambda t: t["t_start"]):
+        by_lane.setdefault(t["session"], []).append(t)
+    gaps = [(a["t_end"], b["t_start"]) for lane in by_lane.values() for a, b in pairwise(lane)]
     calls, active = [], []
     for k in seconds:
         call = sum(_overlap(r["t_call"] or r["t_sent"], r["t_done"], k, k + 1) for r in roots)
         task = sum(_overlap(t["t_start"], t["t_end"], k, k + 1) for t in tasks)
+        between = sum(_overlap(a, b, k, k + 1) for a, b in gaps)  # a closed loop's lane taking its next task
         calls.append(call)
-        active.append(task)
+        active.append(task + between)
     return {
         "asked": header["load"]["concurrency"],
         "made_calls": len({r["session"] for r in lines if r["type"] == "request"}),
@@ -112,7 +118,7 @@ def test_a_closed_loops_delivery_is_the_same_live_offline_recounted_and_by_the_h
     assert c["judged"] and c["delivered"] and c["shortfall"] is None and c["seconds"] >= 2
     assert c["asked"] == c["lanes"] == c["made_calls"] == 4
     _check_recount(live, out)
-    assert c["in_call_mean"] + c["in_tool_mean"] == pytest.approx(c["active_mean"])
+    assert c["in_call_mean"] + c["in_tool_mean"] + c["between_tasks_mean"] == pytest.approx(c["active_mean"])
     assert c["active_mean"] + c["idle_mean"] == pytest.approx(4)
     host, edges = _host_in_flight(out)  # the host saw the calls between their sending and their end
     on_the_wire = c["in_call_mean"] - c["client_wait_mean"]
