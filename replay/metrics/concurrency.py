@@ -68,8 +68,16 @@ class LaneTally:
 
     def _spread(self, a: float, b: float, kind: int) -> None:
         lo, hi = round(a * US), round(b * US)
+        if lo >= hi:
+            return
         seconds = self.seconds
         k = lo // US
+        if hi <= (k + 1) * US:  # within one second (most calls)
+            row = seconds.get(k)
+            if row is None:
+                row = seconds[k] = [0, 0, 0, 0]
+            row[kind] += hi - lo
+            return
         while lo < hi:
             edge = min(hi, (k + 1) * US)
             row = seconds.get(k)
@@ -144,7 +152,7 @@ def concurrency_figures(
 ) -> ConcurrencyFigures:  # fmt: skip
     """The figures of ``tally`` over the whole seconds inside ``window`` (its parts: a resumed run's segments);
     ``steady``: the window is a steady one (not the whole run), so a closed loop's delivery is judged."""
-    footer = footer or {}
+    ended, footer = bool(footer), footer or {}
     open_loop = header.get("open_loop") or {}
     asked = open_loop.get("max_live") if open_loop else (header.get("load") or {}).get("concurrency")
     lanes = footer.get("sessions") or asked
@@ -159,7 +167,8 @@ def concurrency_figures(
     def mean(i: int) -> float | None:
         return sum(p[i] for p in per_second) / n if n else None
 
-    active = mean(4)
+    # a task's record comes at its end: until the footer, a running task's pauses would read as idle
+    active = mean(4) if ended else None
     arrivals = (footer.get("open_loop") or {}) if open_loop else {}
     arrived = arrivals.get("arrived")
     started = arrived - (arrivals.get("never_started") or 0) if arrived is not None else None
@@ -171,11 +180,11 @@ def concurrency_figures(
         in_call_mean=mean(0),
         in_call_min=min((p[0] for p in per_second), default=None),
         in_tool_mean=None if active is None else (mean(1) or 0.0) - (mean(0) or 0.0),
-        between_tasks_mean=mean(3),
+        between_tasks_mean=None if active is None else mean(3),
         client_wait_mean=mean(2),
         idle_mean=None if active is None or not lanes else lanes - active,
         active_mean=active,
-        active_min=min((p[4] for p in per_second), default=None),
+        active_min=None if active is None else min((p[4] for p in per_second), default=None),
         active_share=active / lanes if active is not None and lanes else None,
         arrivals_asked=arrived,
         arrivals_started=started,

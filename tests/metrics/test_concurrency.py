@@ -107,3 +107,11 @@ def test_an_open_loop_is_judged_by_its_arrivals() -> None:
     assert (ok.arrivals_asked, ok.arrivals_started, ok.delivered) == (20, 19, True)  # idle lanes: few arrivals
     late = concurrency_figures(_tally(*_records()), ((10.0, 14.0),), True, header, behind)
     assert late.delivered is False and "18 of 20 arrivals started" in (late.shortfall or "")
+
+
+def test_before_the_footer_the_lanes_activity_is_not_said() -> None:
+    """Mid-run (--abort-on-fail's check), the running tasks have no records yet: their pauses would read as idle."""
+    f = concurrency_figures(_tally(*_records()), ((10.0, 14.0),), True, HEADER, None)
+    assert f.in_call_mean == pytest.approx(2.75 / 4)  # the calls' records are there
+    assert (f.active_mean, f.active_share, f.active_min, f.idle_mean, f.in_tool_mean) == (None,) * 5
+    assert not f.judged and f.shortfall is None
