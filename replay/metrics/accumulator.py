@@ -20,6 +20,7 @@ import numpy as np
 
 from replay.histogram import HIGHEST, Histogram
 from replay.metrics.answer_tally import AnswerTally
+from replay.metrics.concurrency import LaneTally
 from replay.metrics.goodput import CallSlo, GoodputTally
 from replay.metrics.host.host_tally import HostTally
 from replay.metrics.recipes.recipe_tally import RecipeTally, decode_tps
@@ -126,11 +127,13 @@ class Accumulator:
         self.tasks = TaskTally()  # the tasks that ended (per-task figures)
         self.answers = AnswerTally()  # the answers' checks (the summary's ``answers``)
         self.goodput = GoodputTally(slo)  # the calls and tasks that met the per-call SLO (``slo``: none, none judged)
+        self.lanes = LaneTally()  # what the lanes were doing, second by second (the summary's ``concurrency``)
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
         """Count one request; ``measured``: it enters the per-call figures; ``token_key``: where its tokens go.
-        A warm-up call (a recipe's primer, max_tokens 1) is counted as one and is in no other figure."""
+        A warm-up call (a recipe's primer, max_tokens 1) is counted as one and is in no other figure but the lanes'."""
+        self.lanes.add(r)
         if r.phase == "warmup":
             self.recipe.add_warmup()
             return
@@ -159,6 +162,7 @@ class Accumulator:
 
     def add_task(self, t: TaskRecord) -> None:
         self.tasks.add(t)
+        self.lanes.add_task(t)
 
     def _tokens(self, r: RequestRecord, token_key: Callable[[float], Hashable]) -> None:
         """Tokens attributed to when they happened: input at the first token (prefill done), output per read."""
@@ -240,6 +244,7 @@ class Accumulator:
         self.goodput.merge(other.goodput, counts=True, calls=measured)
         self.tasks.merge(other.tasks)
         self.answers.merge(other.answers)
+        self.lanes.merge(other.lanes)
         if measured:
             self._merge_calls(other)
 
@@ -275,6 +280,7 @@ class Accumulator:
             "tasks_ended": self.tasks.encode(),
             "answers": self.answers.encode(),
             "goodput": self.goodput.encode(),
+            "lanes": self.lanes.encode(),
         }
 
     @classmethod
@@ -294,6 +300,7 @@ class Accumulator:
         acc.tasks = TaskTally.decode(data.get("tasks_ended"))
         acc.answers = AnswerTally.decode(data.get("answers"))
         acc.goodput = GoodputTally.decode(data.get("goodput"))
+        acc.lanes = LaneTally.decode(data.get("lanes"))
         return acc
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from replay.histogram import Histogram, read_percentiles
 from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
 from replay.metrics.breakdowns import breakdown_figures
+from replay.metrics.concurrency import ConcurrencyFigures, concurrency_figures
 from replay.metrics.goodput import CallSlo, parse_slo
 from replay.metrics.host import host_signals, routes, speculation
 from replay.metrics.host.cost import hourly_cost, run_cost
@@ -172,6 +173,7 @@ def figures(acc: Accumulator, win: Window, run: RunData) -> Summary:
         warmup_requests=acc.recipe.counts["warmup"],  # primers and warm-up calls: in no other figure
         answers=acc.answers.figures(bool((run.header.get("request") or {}).get("force_output_length"))),
         recipe_figures={},
+        concurrency=_concurrency(acc, win, run),
     )
     tp, price = summary.throughput, (run.header.get("recipe") or {}).get("price_per_hour")
     summary.host_figures["cost"]["hourly"] = hourly_cost(price, summary.run.concurrency, summary.tasks.get("wall_s"),
@@ -357,6 +359,12 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> Cli
         cores=max((s["cores"] for s in inside if s.get("cores")), default=None),
         workers=each if len(each) > 1 or (each and each[0]["worker"] is not None) else None,
     )
+
+
+def _concurrency(acc: Accumulator, win: Window, run: RunData) -> ConcurrencyFigures:
+    """The lanes asked and what they did in the steady window (judged unless the window is the whole run)."""
+    steady = win.steady and (run.footer or {}).get("window") != "whole"
+    return concurrency_figures(acc.lanes, win.parts or ((win.start, win.end),), steady, run.header, run.footer)
 
 
 def _process_load(samples: list[dict[str, Any]]) -> dict[str, Any]:

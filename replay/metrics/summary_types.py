@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from replay.metrics.concurrency import ConcurrencyFigures
 
 SCHEMA_VERSION = 1  # the summary's shape; raised when a key changes meaning or goes (new keys keep it)
 
@@ -200,6 +203,7 @@ class Summary(Mapping[str, Any]):
     # The open loop's and the recipes' figures (docs/recipes.md), each a key at the JSON's top level: intended, and
     # under a recipe its name (recipe), its validity, agentx, aa, beside.
     recipe_figures: JSON
+    concurrency: ConcurrencyFigures | None = None  # asked and delivered side by side (metrics/concurrency.py)
     schema_version: int = SCHEMA_VERSION
     # Added when the run is finished (runner.rebuild.finish), each absent from the JSON until then:
     recorded_timeline: JSON | None = None  # breakdown.recorded_timeline: the replay beside the recorded timeline
@@ -243,6 +247,7 @@ class Summary(Mapping[str, Any]):
             "tasks": self.tasks,
             "totals": asdict(self.totals),
             "client": self.client.to_dict(),
+            **({"concurrency": self.concurrency.to_dict()} if self.concurrency is not None else {}),
             "breakdown": breakdown,
             **self.host_figures,
             "warmup_requests": self.warmup_requests,

@@ -15,6 +15,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.concurrency import LaneTally
 from replay.metrics.goodput import CallSlo
 from replay.metrics.host import speculation
 from replay.metrics.summary import Window, figures, header_card, header_slo
@@ -142,6 +143,16 @@ def _light(run: RunData) -> tuple[list[tuple[Hashable, list[float]]], set[int]]:
     return tokens, missed
 
 
+def _lanes(run: RunData) -> LaneTally:
+    """The whole run's lane tally from every window record (a task that ended in a later window was running in this
+    one), read without decoding the windows' histograms."""
+    lanes = LaneTally()
+    for w in _windows(run):
+        for part in (w["steady"], w["other"]):
+            lanes.merge(LaneTally.decode(part.get("lanes")))
+    return lanes
+
+
 def _tokens_in(tokens: list[tuple[Hashable, list[float]]], keep: Any) -> list[float]:
     """Σ tokens, over every window record, of the (window, phase) keys ``keep`` accepts: late tokens included."""
     inside = [0.0, 0.0, 0.0]
@@ -165,7 +176,8 @@ def rebuild(run: RunData, win: Window) -> Summary:
 
 def span(run: RunData, start_s: float, end_s: float) -> Summary:
     """The summary of the windows whose middle lies in [start_s, end_s) seconds after the run's start: the calls
-    that completed in them, and the tokens that fell in them."""
+    that completed in them, the tokens that fell in them, and what the lanes did in them (from every window's records:
+    a task that ended later was running in them)."""
     t0 = run.phases.get("start", 0.0)
     acc = Accumulator()
     indices: list[int] = []
@@ -181,6 +193,7 @@ def span(run: RunData, start_s: float, end_s: float) -> Summary:
         raise ValueError(f"no window of the run lies between {start_s:g} s and {end_s:g} s after its start")
     chosen = set(indices)
     acc.tokens = {True: _tokens_in(_light(run)[0], lambda key: key[0] in chosen)}
+    acc.lanes = _lanes(run)
     samples = [s for s in run.client if lo <= s["t"] < hi]
     part = RunData(header=run.header, requests=[], tasks=[], phases=run.phases, client=samples, footer=run.footer)
     return figures(acc, Window(lo, hi, steady=True), part)
@@ -191,6 +204,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
     judges the calls completed in it and the complete tasks that ended in it, each task by every call it made,
     whichever window that call completed in (so a task that missed in an earlier window is a miss where it ends)."""
     tokens, missed = _light(run)
+    lanes = _lanes(run)
     out = []
     t0 = run.phases.get("start", 0.0)
     for w in _windows(run):
@@ -199,6 +213,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
         acc.merge(steady)
         acc.merge(other)
         acc.goodput.missed = set(missed)
+        acc.lanes = lanes
         acc.tokens = {True: _tokens_in(tokens, lambda key, i=w["index"]: key[0] == i)}
         f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], None))
         out.append({
@@ -218,11 +233,20 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "host_metrics": w.get("host_metrics") or {},
             "speculation": f.host_figures["speculation"],
             "goodput": dict(f.goodput),
+            "concurrency": _lane_row(f),
         })  # fmt: skip
     if not any(row["speculation"] for row in out):  # no call reported it: the host's counters, as the summary's
         for row in out:
             row["speculation"] = speculation.from_host_metrics(row["host_metrics"])
     return out
+
+
+def _lane_row(f: Summary) -> dict[str, Any]:
+    """A window's lanes: what they did over its whole seconds (the keys of the summary's ``concurrency``)."""
+    c = f.concurrency
+    keys = ("seconds", "in_call_mean", "in_call_min", "in_tool_mean", "between_tasks_mean", "client_wait_mean",
+            "idle_mean", "active_mean", "active_min", "active_share")  # fmt: skip
+    return {k: getattr(c, k) for k in keys} if c is not None else {}
 
 
 class Tee:

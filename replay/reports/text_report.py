@@ -14,6 +14,7 @@ import orjson
 
 from replay.clients.flavours.responses import chained_state_warning
 from replay.metrics.summary_types import as_json
+from replay.reports.concurrency_text import concurrency_lines
 from replay.reports.detail_text import breakdown_lines, drift_lines, goodput_windows_lines, host_metrics_lines
 from replay.reports.provider_report import provider_lines
 from replay.reports.recipe_text import recipe_lines
@@ -64,7 +65,7 @@ def to_text(summary: Mapping[str, Any], header: dict[str, Any] | None = None) ->
         f"Totals: {plural(tot['requests'], 'call')}, {tot['prompt_tokens']:,} prompt tokens ({tot['cached_tokens']:,}"
         f" cached), {tot['output_tokens']:,} output tokens"
     )
-    lines += _client(s["client"]) + provider_lines(s)
+    lines += _client(s["client"]) + concurrency_lines(s.get("concurrency")) + provider_lines(s)
     if s.get("truth"):
         lines += _truth_lines(s["truth"])
     lines += recipe_lines(s)

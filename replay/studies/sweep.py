@@ -81,9 +81,10 @@ def rules(index: dict[str, Any]) -> tuple[Rule, tuple[Threshold, ...]]:
 
 
 def level_row(lv: Level, hw: Hardware, slo: tuple[Threshold, ...]) -> dict[str, Any]:
-    """One level of the JSON: its concurrency and run file (``run_file``), its whole summary, throughput per GPU,
-    its SLO."""
-    row: dict[str, Any] = {"concurrency": lv.concurrency, "run_file": lv.run, **lv.summary}
+    """One level of the JSON: its concurrency and run file (``run_file``), its whole summary (the summary's own
+    ``concurrency``, the lanes it delivered, as ``concurrency_delivered``), throughput per GPU, its SLO."""
+    summary = {("concurrency_delivered" if k == "concurrency" else k): v for k, v in lv.summary.items()}
+    row: dict[str, Any] = {"concurrency": lv.concurrency, "run_file": lv.run, **summary}
     row["per_gpu"] = {
         "total_tps": per_unit(value(lv.summary, "throughput.total_tps"), hw)["per_gpu"],
         "output_tps": per_unit(value(lv.summary, "throughput.output_tps"), hw)["per_gpu"],

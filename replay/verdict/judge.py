@@ -8,7 +8,8 @@
 | 3 | the run started and could not complete: it sent no call, the host was never reached, ``--on-error abort`` |
 |   | stopped it, a session failed with an error, a worker died, the run file could not be written or was |
 |   | damaged under the run, stdout was closed, or it was killed (no footer); or its ``--baseline`` comparison |
-|   | could not be judged (a client held up or saturated: ``replay.verdict.baseline``) |
+|   | could not be judged (a client held up or saturated: ``replay.verdict.baseline``); or the client delivered |
+|   | less concurrency than the load asked (``concurrency.shortfall``: ``replay.metrics.concurrency``) |
 | 128 + N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the graceful stop |
 """
 
@@ -45,6 +46,10 @@ def judge(summary: dict[str, Any], header: dict[str, Any], footer: dict[str, Any
     if incomplete:
         code = EXIT_INCOMPLETE
         reasons.append(incomplete)
+    shortfall = (summary.get("concurrency") or {}).get("shortfall")
+    if shortfall:  # what was measured is not the load asked for: it does not pass, whatever it measured
+        code = EXIT_INCOMPLETE
+        reasons.append(shortfall)
     if footer and footer.get("signal"):
         code = 128 + int(getattr(signal, footer["signal"], 0))
         reasons.append(f"stopped by {footer['signal']}")

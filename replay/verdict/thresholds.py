@@ -3,7 +3,8 @@
 An expression is ``FIGURE OP VALUE``: ``ttft_p95<2s``, ``error_rate<1%``, ``user_decode_tps_p25>40``,
 ``throughput.total_tokens_per_min>=20.23M``. FIGURE is a JSON path into the summary (``ttft_s.p95``) or a short
 name for one: ``NAME_pNN`` is ``NAME_s.pNN`` (latencies, in seconds) or ``NAME.pNN`` (speeds); a bare name is looked
-up at the top of the summary, then under ``throughput``, ``cache`` and ``tasks``. OP is one of ``< <= > >= ==``.
+up at the top of the summary, then under ``throughput``, ``cache``, ``tasks`` and ``client``, and
+``concurrency_NAME`` is ``concurrency.NAME``. OP is one of ``< <= > >= ==``.
 VALUE is a number with an optional unit: ``ms``, ``s``, ``m`` (minutes), ``%`` (a ratio: 1% = 0.01), or a scale
 ``k``, ``M``, ``G``. Every figure a summary can have is a name (``summary_template``: the sections a run may leave
 null, ``answers``, ``speculation``, ``truth``, in their whole shape), checked before a run; a figure the run does not
@@ -21,6 +22,7 @@ from replay.errors import ReplayError
 from replay.expressions import OPS, parse_expression, split_terms
 
 _SECTIONS = ("throughput", "cache", "tasks", "client")
+_PREFIXED = ("concurrency",)  # ``concurrency_active_share`` is ``concurrency.active_share``
 
 
 class ThresholdError(ReplayError, ValueError):
@@ -98,6 +100,7 @@ def _candidates(figure: str) -> list[tuple[str, ...]]:
         out += [(f"{name}_s", stat), (name, stat)]
     if len(parts) == 1:
         out += [(section, parts[0]) for section in _SECTIONS]
+        out += [(section, parts[0][len(section) + 1 :]) for section in _PREFIXED if parts[0].startswith(f"{section}_")]
     return out
 
 

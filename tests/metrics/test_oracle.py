@@ -35,7 +35,8 @@ def run(request, tmp_path_factory):
         write_trajectory(work, f"w{i}", simple_turns(6, output_tokens=24 + 8 * i, tool_time_s=0.05))
     out = tmp / "run.jsonl"
     res = CliRunner().invoke(main, ["run", str(work), *SIM, *MODES[request.param], "--out", str(out)])
-    assert res.exit_code in (0, 2), res.output  # 2: faults past the default verdict's 10 %
+    # 2: faults past the default verdict's 10 %; 3: the open loop's backlog (arrivals that never started)
+    assert res.exit_code in (0, 2) or (res.exit_code == 3 and "arrivals started by the stop" in res.output), res.output
     report = CliRunner().invoke(main, ["report", str(out), "--json"])
     assert report.exit_code == 0, report.output
     return orjson.loads(report.stdout), oracle.figures(oracle.read(out))
