@@ -215,7 +215,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
         acc.goodput.missed = set(missed)
         acc.lanes = lanes
         acc.tokens = {True: _tokens_in(tokens, lambda key, i=w["index"]: key[0] == i)}
-        f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], None))
+        f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], run.footer))
         out.append({
             "index": w["index"],
             "start_s": w["t_start"] - t0,

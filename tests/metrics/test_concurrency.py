@@ -92,7 +92,7 @@ def test_a_run_that_delivered_less_than_asked_exits_3_and_one_measured_whole_or_
     tally = _tally(*_records())
     short = concurrency_figures(tally, ((10.0, 14.0),), True, HEADER, FOOTER)
     verdict = judge({"requests": 4, "concurrency": short.to_dict()}, {}, FOOTER)["verdict"]
-    assert verdict == {"passed": False, "exit_code": 3, "reasons": [short.shortfall]}
+    assert verdict == {"passed": False, "exit_code": 3, "reasons": [short.shortfall], "warnings": []}
     whole = concurrency_figures(tally, ((10.0, 14.0),), False, HEADER, FOOTER)
     assert not whole.judged and judge({"requests": 4, "concurrency": whole.to_dict()}, {}, FOOTER)["verdict"]["passed"]
     resumed = concurrency_figures(tally, ((10.0, 12.0), (12.0, 14.0)), True, HEADER, FOOTER)
