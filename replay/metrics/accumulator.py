@@ -20,6 +20,7 @@ import numpy as np
 
 from replay.histogram import HIGHEST, Histogram
 from replay.metrics.answer_tally import AnswerTally
+from replay.metrics.client_pauses import PauseTally, record_itl
 from replay.metrics.goodput import CallSlo, GoodputTally
 from replay.metrics.host.host_tally import HostTally
 from replay.metrics.recipes.recipe_tally import RecipeTally, decode_tps
@@ -119,6 +120,7 @@ class Accumulator:
         self.tasks = TaskTally()  # the tasks that ended (per-task figures)
         self.answers = AnswerTally()  # the answers' checks (the summary's ``answers``)
         self.goodput = GoodputTally(slo)  # the calls and tasks that met the per-call SLO (``slo``: none, none judged)
+        self.pauses = PauseTally()  # the measured calls whose timing includes a pause of the client's own
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
@@ -192,7 +194,8 @@ class Accumulator:
             h["e2e"].record_value(_clip((r.t_done - r.t_sent) * US))
         if r.t_call is not None:
             h["send_wait"].record_value(_clip((r.t_sent - r.t_call) * US))
-        self._itl(r)
+        record_itl(h["itl"], r.chunks)
+        self.pauses.add(r)
         if (speed := decode_tps(r)) is not None:
             h["decode"].record_value(_clip(speed * TPS_SCALE))
         n_out = r.output_tokens if r.output_tokens is not None else r.output_events
@@ -201,16 +204,6 @@ class Accumulator:
         prompt = r.prompt_tokens if r.prompt_tokens is not None else r.prompt_tokens_est
         self.by_context[_bucket(prompt, CONTEXT_EDGES)].add(r)
         self.by_turn[_bucket(r.turn, TURN_EDGES)].add(r)
-
-    def _itl(self, r: RequestRecord) -> None:
-        """Inter-token gaps: a read carrying k events after a gap g counts k gaps of g/k (in one numpy pass)."""
-        ch = r.chunks
-        if len(ch) < 4:
-            return
-        arr = np.asarray(ch, dtype=float)
-        times, counts = arr[0::2], arr[1::2]
-        gaps = np.rint(np.diff(times) * US / counts[1:]).astype(np.int64)
-        self.hist["itl"].record_many(np.clip(gaps, 1, HIGHEST), np.rint(counts[1:]).astype(np.int64))
 
     # --- combining -----------------------------------------------------------------------------------------------
     def merge(self, other: Accumulator, measured: bool = True) -> None:
@@ -245,6 +238,7 @@ class Accumulator:
         self._merge_calls(other)
 
     def _merge_calls(self, other: Accumulator) -> None:
+        self.pauses.merge(other.pauses)
         for name in HISTOGRAMS:
             self.hist[name].add(other.hist[name])
         for mine, theirs in ((self.by_context, other.by_context), (self.by_turn, other.by_turn)):
@@ -266,6 +260,7 @@ class Accumulator:
             "tasks_ended": self.tasks.encode(),
             "answers": self.answers.encode(),
             "goodput": self.goodput.encode(),
+            "pauses": self.pauses.encode(),
         }
 
     @classmethod
@@ -283,6 +278,7 @@ class Accumulator:
         acc.tasks = TaskTally.decode(data.get("tasks_ended"))
         acc.answers = AnswerTally.decode(data.get("answers"))
         acc.goodput = GoodputTally.decode(data.get("goodput"))
+        acc.pauses = PauseTally.decode(data.get("pauses"))
         return acc
 
 

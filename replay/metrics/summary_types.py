@@ -11,7 +11,7 @@ the dict keeps working; the dict is rebuilt on each read, so what a reader chang
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 1  # the summary's shape; raised when a key changes meaning or goes (new keys keep it)
@@ -128,6 +128,8 @@ class ClientFigures:
     machine_load: float | None  # the highest 1-minute load average sampled
     cores: int | None
     workers: list[JSON] | None = None  # with --workers: each worker's own figures
+    gc: JSON | None = None  # the collections of every replay process, in all (None: a run file without them)
+    paused_calls: JSON | None = None  # the measured calls whose timing includes a client pause; the clean ones' figures
 
     def to_dict(self) -> JSON:
         out = {
@@ -138,6 +140,8 @@ class ClientFigures:
             "held_up": self.held_up,
             "machine_load": self.machine_load,
             "cores": self.cores,
+            "gc": self.gc,
+            "paused_calls": self.paused_calls,
         }
         return out if self.workers is None else out | {"workers": self.workers}
 
@@ -149,6 +153,7 @@ class Verdict:
     passed: bool
     exit_code: int
     reasons: list[str]
+    warnings: list[str] = field(default_factory=list)  # said beside the verdict, whatever it is (a client's pauses)
 
 
 def as_json(summary: Mapping[str, Any]) -> JSON:

@@ -93,6 +93,9 @@ class RequestRecord:
     # ``drafted`` tokens, ``drafts`` (verify steps), each only when said; None when the host said nothing of it.
     # Whole numbers within host_numbers' bounds when written; read back through them again (metrics/host)
     speculation: dict[str, Any] | None = None
+    # Milliseconds of the call's timing window (t_sent to t_last_token, or t_done) the client itself spent paused (its
+    # garbage collections and event-loop stalls over 5 ms: replay.loops.gc_watch); None when none overlapped it
+    client_pause_ms: float | None = None
 
     @property
     def ok(self) -> bool:

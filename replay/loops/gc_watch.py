@@ -1,0 +1,101 @@
+"""The client's own pauses: its garbage collections, timed as they happen (``gc.callbacks``), and its event-loop
+stalls (the lag probe of ``replay.loops.client_monitor``), kept as intervals so that a call can say how much of its
+timing window (sent to last token) the client itself spent paused (``client_pause_ms``, docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+import gc
+from bisect import bisect_right
+from time import perf_counter
+from typing import Any
+
+PAUSE_S = 0.005  # a pause longer than this is one a call's timing carries
+KEEP_S = 660.0  # pauses kept this long: past the longest call (the default --request-timeout, 600 s)
+
+
+class PauseLog:
+    """The client's pauses over PAUSE_S, disjoint and in time order (a collection inside a stall is one pause)."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def add(self, start: float, end: float) -> None:
+        """A pause from ``start`` to ``end``: merged with those it overlaps; those older than KEEP_S dropped."""
+        if end - start <= PAUSE_S:
+            return
+        starts, ends = self.starts, self.ends
+        j = bisect_right(starts, end)  # [0, j): the pauses that began by this one's end
+        i = j
+        while i and ends[i - 1] >= start:
+            i -= 1
+        if i < j:
+            start, end = min(start, starts[i]), max(end, ends[j - 1])
+        starts[i:j], ends[i:j] = [start], [end]
+        if ends[0] < end - KEEP_S:
+            old = bisect_right(ends, end - KEEP_S)
+            del starts[:old], ends[:old]
+
+    def overlap(self, t0: float, t1: float) -> float:
+        """Seconds of [t0, t1] the client spent in its pauses."""
+        starts, ends = self.starts, self.ends
+        total = 0.0
+        for k in range(bisect_right(ends, t0), len(ends)):
+            if starts[k] >= t1:
+                break
+            total += min(ends[k], t1) - max(starts[k], t0)
+        return total
+
+
+class GcWatch:
+    """This process's collections, timed by ``gc.callbacks`` while installed: in all, and since the last ``take``
+    (a client sample's window); each over PAUSE_S goes into ``pauses``."""
+
+    def __init__(self, pauses: PauseLog) -> None:
+        self.pauses = pauses
+        self.total = GcTally()
+        self.window = GcTally()
+        self._began = 0.0
+
+    def __enter__(self) -> GcWatch:
+        gc.callbacks.append(self._on_gc)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = perf_counter()
+            return
+        end = perf_counter()
+        took, full = end - self._began, info.get("generation") == 2
+        self.total.add(took, full)
+        self.window.add(took, full)
+        if took > PAUSE_S:
+            self.pauses.add(self._began, end)
+
+    def take(self) -> dict[str, Any]:
+        """The collections since the last take, as a client sample's ``gc_*`` keys (docs/run-file.md)."""
+        w, self.window = self.window, GcTally()
+        return {"gc_collections": w.collections, "gc_full": w.full, "gc_pause_s": w.pause_s,
+                "gc_pause_max_ms": 1000 * w.pause_max_s}  # fmt: skip
+
+
+class GcTally:
+    """Collections counted: how many, how many full (the oldest generation), their total and longest pause."""
+
+    __slots__ = ("collections", "full", "pause_max_s", "pause_s")
+
+    def __init__(self) -> None:
+        self.collections = self.full = 0
+        self.pause_s = self.pause_max_s = 0.0
+
+    def add(self, took: float, full: bool) -> None:
+        self.collections += 1
+        self.full += full
+        self.pause_s += took
+        self.pause_max_s = max(self.pause_max_s, took)
