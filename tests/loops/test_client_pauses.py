@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from replay.cli import main
 from replay.clients.transport import Transport
 from replay.loops.gc_watch import PauseLog
+from replay.verdict.baseline import compare
 from replay.verdict.judge import judge
 from tests.support.trajectories import simple_turns, write_trajectory
 
@@ -157,3 +158,26 @@ def test_every_worker_process_counts_its_collections(tmp_path: Path) -> None:
     assert total["pause_max_ms"] == max(w["gc"]["pause_max_ms"] for w in workers)
     paused = [r for r in _lines(out, "request") if r["client_pause_ms"] is not None]
     assert live["client"]["paused_calls"]["n"] == len(paused)
+
+
+def test_the_reports_show_the_pauses_under_client(paused_run: dict[str, Any], tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    res = CliRunner().invoke(main, ["report", str(paused_run["out"]), "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    paused = paused_run["live"]["client"]["paused_calls"]
+    said = f"calls paused by the client: {paused['n']} ({100 * paused['share']:.1f}%)"
+    assert said in res.output and "  collections: " in res.output and "    without them (" in res.output
+    warned = f"WARNING: {100 * paused['share']:.1f}% of the measured calls ({paused['n']}) include a pause"
+    assert warned in res.output and all(len(line) <= 100 for line in res.output.splitlines() if "pause" in line)
+    html = page.read_text()
+    client = html[html.index('id="client"') :]
+    assert "calls whose timing includes a client pause" in client and "collections (all processes)" in client
+
+
+def test_a_baseline_whose_client_paused_its_calls_is_not_judged() -> None:
+    def summary(share: float) -> dict[str, Any]:
+        return {"client": {"paused_calls": {"n": 3, "share": share, "pause_s": 0.2}}, "ttft_s": {"p50": 0.1}}
+
+    judged = compare(summary(0.0), summary(0.2), 0.1)
+    assert not judged["judged"] and "paused 20.0 % of its calls" in judged["unjudged"]
+    assert compare(summary(0.0), summary(0.005), 0.1)["judged"]
