@@ -16,7 +16,7 @@ from time import perf_counter
 from typing import Any
 
 from replay.histogram import US, percentile
-from replay.loops.gc_watch import PAUSE_S, GcWatch, PauseLog
+from replay.loops.gc_watch import PAUSE_S, CollectorPolicy, GcWatch, PauseLog
 
 CLIENT_SAMPLE_S = 5.0
 LAG_PROBE_S = 0.05
@@ -32,11 +32,16 @@ class ClientMonitor:
         self.pauses = PauseLog()
         self.gc = GcWatch(self.pauses)
         self.due = float("inf")  # when the probe is next due to wake
+        self.policy = CollectorPolicy()
+
+    def sessions_started(self) -> None:
+        """Every session has started: the collector's turn before the first call (``CollectorPolicy``)."""
+        self.policy.sessions_started()
 
     async def run(self) -> None:
         loop_t = perf_counter()
         cpu0, wall0 = time.process_time(), loop_t
-        with self.gc:
+        with self.gc, self.policy:
             try:
                 while True:
                     self.due = loop_t + LAG_PROBE_S
@@ -45,6 +50,7 @@ class ClientMonitor:
                     lag = max(0.0, now - self.due)
                     self.lags.append(lag)
                     self.pauses.add(self.due, now)  # a stall (kept when over PAUSE_S)
+                    self.policy.idle(lag)
                     loop_t = perf_counter()
                     if now - wall0 >= CLIENT_SAMPLE_S:
                         self.flush(now, cpu0, wall0)

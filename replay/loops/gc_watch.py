@@ -1,17 +1,29 @@
 """The client's own pauses: its garbage collections, timed as they happen (``gc.callbacks``), and its event-loop
 stalls (the lag probe of ``replay.loops.client_monitor``), kept as intervals so that a call can say how much of its
 timing window (sent to last token) the client itself spent paused (``client_pause_ms``, docs/metrics.md).
+
+And the collector's policy for a run: the start-up heap is frozen (``replay.event_loop``), and again once every
+session has started; the young generation is collected less often and the oldest only when one is due, by the probe
+when the loop has just kept up (no lag), not by an allocation in the middle of a burst of reads (docs/benchmarks.md).
+``REPLAY_GC=default`` leaves Python's own thresholds (to compare).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 from bisect import bisect_right
 from time import perf_counter
 from typing import Any
 
 PAUSE_S = 0.005  # a pause longer than this is one a call's timing carries
 KEEP_S = 660.0  # pauses kept this long: past the longest call (the default --request-timeout, 600 s)
+# The collector during a run: young collections a tenth as often as Python's default (each walks only the young
+# objects, so their total cost is about the same, in fewer pauses), and the oldest generation left to the idle loop.
+RUN_THRESHOLDS = (7000, 10, 1_000_000)
+FULL_DUE = 10  # young-to-old collections since the last full one at which the idle loop runs one (Python's default)
+FULL_OVERDUE = 4 * FULL_DUE  # ... and at which it runs one anyway (a loop never idle must not keep its garbage)
+IDLE_LAG_S = 0.002  # the probe woke within this of its time (libuv's timers have 1 ms steps): no backlog
 
 
 class PauseLog:
@@ -99,3 +111,35 @@ class GcTally:
         self.full += full
         self.pause_s += took
         self.pause_max_s = max(self.pause_max_s, took)
+
+
+class CollectorPolicy:
+    """The collector's settings for the length of a run, restored after it (a library caller's own stay theirs)."""
+
+    def __init__(self) -> None:
+        self._before: tuple[int, int, int] | None = None
+        self.on = os.environ.get("REPLAY_GC", "").lower() != "default"
+
+    def __enter__(self) -> CollectorPolicy:
+        if self.on:
+            self._before = gc.get_threshold()
+            gc.set_threshold(*RUN_THRESHOLDS)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            gc.set_threshold(*self._before)
+
+    def sessions_started(self) -> None:
+        """Every session has started (no call sent yet): what the run made to get here is collected once and frozen
+        with the start-up heap, so no full collection walks it again."""
+        if self.on:
+            gc.collect()
+            gc.freeze()
+
+    def idle(self, lag_s: float) -> None:
+        """The probe's turn: a full collection that is due runs now when the loop has just kept up (``lag_s``: how
+        late the probe woke), rather than when an allocation in a burst of reads would set it off."""
+        due = gc.get_count()[2]
+        if self.on and (due >= FULL_OVERDUE or (due >= FULL_DUE and lag_s < IDLE_LAG_S)):
+            gc.collect(2)

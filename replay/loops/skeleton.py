@@ -144,6 +144,8 @@ async def run_loop(
         run.marks.mark("start", run.t0)
         workers = model.start(run)
         run.marks.mark("all_started")
+        if monitor is not None:
+            monitor.sessions_started()
         model.open_window(run)
         jobs = [monitor.run()] if monitor is not None else []
         jobs += [print_progress(run.live, run.stop)] if progress else []
