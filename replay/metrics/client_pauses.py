@@ -41,17 +41,17 @@ class PauseTally:
     """Per measured call: paused (its timing overlapped a client pause) or clean, the paused time, and the clean
     calls' TTFT, ITL and E2E."""
 
-    __slots__ = ("clean", "pause_ms", "paused")
+    __slots__ = ("clean", "pause_us", "paused")
 
     def __init__(self) -> None:
         self.paused = 0
-        self.pause_ms = 0.0
+        self.pause_us = 0  # whole microseconds (the field's precision): sums that merge exactly, in any order
         self.clean = {name: Histogram() for name in CLEAN}
 
     def add(self, r: RequestRecord) -> None:
         if r.client_pause_ms is not None:
             self.paused += 1
-            self.pause_ms += r.client_pause_ms
+            self.pause_us += round(r.client_pause_ms * 1000)
             return
         h = self.clean
         if r.t_first_token:
@@ -62,19 +62,19 @@ class PauseTally:
 
     def merge(self, other: PauseTally) -> None:
         self.paused += other.paused
-        self.pause_ms += other.pause_ms
+        self.pause_us += other.pause_us
         for name in CLEAN:
             self.clean[name].add(other.clean[name])
 
     def encode(self) -> dict[str, Any]:
-        return {"paused": self.paused, "pause_ms": self.pause_ms,
+        return {"paused": self.paused, "pause_us": self.pause_us,
                 "clean": {name: h.encode() for name, h in self.clean.items()}}  # fmt: skip
 
     @classmethod
     def decode(cls, data: dict[str, Any] | None) -> PauseTally:
         t = cls()
         if data:  # (a window record written before the client's pauses were counted: none)
-            t.paused, t.pause_ms = int(data["paused"]), float(data["pause_ms"])
+            t.paused, t.pause_us = int(data["paused"]), int(data["pause_us"])
             t.clean = {name: Histogram.decode(data["clean"].get(name)) for name in CLEAN}
         return t
 
@@ -83,7 +83,7 @@ class PauseTally:
         ``share``) and the paused time in them (``pause_s``); ``clean``: TTFT, ITL and E2E over the others."""
         clean = {f"{name}_s": read_percentiles(self.clean[name], CLEAN_POINTS, US) for name in CLEAN}
         return {"n": self.paused, "share": self.paused / measured if measured else None,
-                "pause_s": self.pause_ms / 1000, "clean": clean}  # fmt: skip
+                "pause_s": self.pause_us / US, "clean": clean}  # fmt: skip
 
 
 def gc_figures(samples: Iterable[dict[str, Any]]) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.client_pauses import gc_figures
 from replay.metrics.goodput import CallSlo
 from replay.metrics.host import speculation
 from replay.metrics.summary import Window, figures, header_card, header_slo
@@ -218,6 +219,8 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "host_metrics": w.get("host_metrics") or {},
             "speculation": f.host_figures["speculation"],
             "goodput": dict(f.goodput),
+            "client_paused_share": (f.client.paused_calls or {}).get("share"),
+            "client_gc": gc_figures(s for s in run.client if w["t_start"] <= s["t"] < w["t_end"]),
         })  # fmt: skip
     if not any(row["speculation"] for row in out):  # no call reported it: the host's counters, as the summary's
         for row in out:

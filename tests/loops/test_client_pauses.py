@@ -181,3 +181,24 @@ def test_a_baseline_whose_client_paused_its_calls_is_not_judged() -> None:
     judged = compare(summary(0.0), summary(0.2), 0.1)
     assert not judged["judged"] and "paused 20.0 % of its calls" in judged["unjudged"]
     assert compare(summary(0.0), summary(0.005), 0.1)["judged"]
+
+
+def test_the_figures_over_time_carry_each_windows_pauses(tmp_path: Path) -> None:
+    work = tmp_path / "w.jsonl"
+    for i in range(4):
+        write_trajectory(work, f"t{i}", simple_turns(6, output_tokens=20, tool_time_s=0.05))
+    out = tmp_path / "run.jsonl"
+    live = _cli(["run", str(work), "-c", "2", "--duration", "12", "--window", "6", "--sim-profile", "fast", "--out",
+                 str(out), "-q", "--json"])  # fmt: skip
+    rows, samples = live["windows"], _lines(out, "client")
+    requests = _lines(out, "request")
+    assert rows and live["windows"] == _cli(["report", str(out), "--json"])["windows"]
+    t0 = next(p["t"] for p in _lines(out, "phase") if p["name"] == "start")
+    for row in rows:  # each window's collections are those of the samples taken in it
+        inside = [s for s in samples if row["start_s"] <= s["t"] - t0 < row["end_s"]]
+        assert (row["client_gc"] or {}).get("collections", 0) == sum(s["gc_collections"] for s in inside)
+    assert (
+        sum(row["client_gc"]["collections"] for row in rows if row["client_gc"]) <= live["client"]["gc"]["collections"]
+    )
+    assert all(row["client_paused_share"] is None or 0 <= row["client_paused_share"] <= 1 for row in rows)
+    assert sum(r["client_pause_ms"] is not None for r in requests) >= live["client"]["paused_calls"]["n"]
