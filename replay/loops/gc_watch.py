@@ -114,21 +114,29 @@ class GcTally:
 
 
 class CollectorPolicy:
-    """The collector's settings for the length of a run, restored after it (a library caller's own stay theirs)."""
+    """The collector's settings for the length of a run, restored after it (a library caller's own stay theirs);
+    runs at once in one process (``replay run --host A --host B``, each on a thread) share them: the first to start
+    sets them, the last to end restores the caller's."""
+
+    _runs = 0  # runs of this process inside the policy now
+    _callers: tuple[int, int, int] = (700, 10, 10)
 
     def __init__(self) -> None:
-        self._before: tuple[int, int, int] | None = None
         self.on = os.environ.get("REPLAY_GC", "").lower() != "default"
 
     def __enter__(self) -> CollectorPolicy:
         if self.on:
-            self._before = gc.get_threshold()
-            gc.set_threshold(*RUN_THRESHOLDS)
+            if CollectorPolicy._runs == 0:
+                CollectorPolicy._callers = gc.get_threshold()
+                gc.set_threshold(*RUN_THRESHOLDS)
+            CollectorPolicy._runs += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._before is not None:
-            gc.set_threshold(*self._before)
+        if self.on:
+            CollectorPolicy._runs -= 1
+            if CollectorPolicy._runs == 0:
+                gc.set_threshold(*CollectorPolicy._callers)
 
     def sessions_started(self) -> None:
         """Every session has started (no call sent yet): what the run made to get here is collected once and frozen

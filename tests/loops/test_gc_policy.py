@@ -34,6 +34,13 @@ def test_the_run_thresholds_hold_for_the_run_and_the_callers_come_back(collector
     with CollectorPolicy():
         assert gc.get_threshold() == RUN_THRESHOLDS
     assert gc.get_threshold() == (123, 4, 5)
+    first, second = CollectorPolicy(), CollectorPolicy()  # two runs at once, ending in the other order
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == RUN_THRESHOLDS  # the second run still goes on
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == (123, 4, 5)
 
 
 def test_the_heap_is_frozen_once_every_session_has_started(collector: None) -> None:
