@@ -78,9 +78,12 @@ class PauseTally:
             t.clean = {name: Histogram.decode(data["clean"].get(name)) for name in CLEAN}
         return t
 
-    def figures(self, measured: int) -> dict[str, Any]:
+    def figures(self, measured: int, timed: bool) -> dict[str, Any]:
         """``client.paused_calls``: of the ``measured`` calls, those whose timing includes a client pause (``n``,
-        ``share``) and the paused time in them (``pause_s``); ``clean``: TTFT, ITL and E2E over the others."""
+        ``share``) and the paused time in them (``pause_s``); ``clean``: TTFT, ITL and E2E over the others. Each
+        null unless the client ``timed`` its pauses (not on the virtual clock, nor in a run file from before)."""
+        if not timed:
+            return dict.fromkeys(("n", "share", "pause_s", "clean"))
         clean = {f"{name}_s": read_percentiles(self.clean[name], CLEAN_POINTS, US) for name in CLEAN}
         return {"n": self.paused, "share": self.paused / measured if measured else None,
                 "pause_s": self.pause_us / US, "clean": clean}  # fmt: skip

@@ -350,8 +350,8 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> Cli
         machine_load=max(loads, default=None),
         cores=max((s["cores"] for s in inside if s.get("cores")), default=None),
         workers=each if len(each) > 1 or (each and each[0]["worker"] is not None) else None,
-        gc=gc_figures(samples),
-        paused_calls=acc.pauses.figures(acc.sums["measured"]),
+        gc=(gc := gc_figures(samples)),
+        paused_calls=acc.pauses.figures(acc.sums["measured"], timed=gc is not None),
     )
 
 

@@ -192,6 +192,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
     judges the calls completed in it and the complete tasks that ended in it, each task by every call it made,
     whichever window that call completed in (so a task that missed in an earlier window is a miss where it ends)."""
     tokens, missed = _light(run)
+    timed = gc_figures(run.client) is not None  # the client timed its pauses (not on the virtual clock)
     out = []
     t0 = run.phases.get("start", 0.0)
     for w in _windows(run):
@@ -219,7 +220,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "host_metrics": w.get("host_metrics") or {},
             "speculation": f.host_figures["speculation"],
             "goodput": dict(f.goodput),
-            "client_paused_share": (f.client.paused_calls or {}).get("share"),
+            "client_paused_share": acc.pauses.figures(acc.sums["measured"], timed)["share"],
             "client_gc": gc_figures(s for s in run.client if w["t_start"] <= s["t"] < w["t_end"]),
         })  # fmt: skip
     if not any(row["speculation"] for row in out):  # no call reported it: the host's counters, as the summary's

@@ -45,11 +45,19 @@ def paused_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for i in range(2):
         write_trajectory(work, f"p{i}", simple_turns(4, output_tokens=20))
     out = tmp / "run.jsonl"
-    calls, injected = itertools.count(), {}
-    receive = Transport._receive
+    calls, injected, owners = itertools.count(), {}, {}
+    receive, exchange = Transport._receive, Transport._exchange
+
+    async def tracked_exchange(
+        self: Transport, url: str, body: Any, headers: Any, rec: Any, got: Any, *rest: Any
+    ) -> Any:
+        owners[id(got)] = rec.id  # which call a body read belongs to
+        return await exchange(self, url, body, headers, rec, got, *rest)
 
     async def paused_receive(self: Transport, content: Any, got: Any, deadline: float) -> None:
         k = next(calls)
+        if k in (GC_CALL, STALL_CALL):
+            injected[k] = owners[id(got)]
         if k == GC_CALL:
             garbage = [[] for _ in range(400_000)]
             for x in garbage:
@@ -66,15 +74,16 @@ def paused_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Transport, "_receive", paused_receive)
+        mp.setattr(Transport, "_exchange", tracked_exchange)
         live = _cli(["run", str(work), "-c", "1", "--tasks", "2", "--sim-profile", "fast", "--out", str(out), "-q",
                      "--threshold", "client_paused_share<1%", "--json"], code=2)  # fmt: skip
     return {"live": live, "out": out, "injected": injected}
 
 
 def test_the_paused_calls_say_so_each_with_its_pause(paused_run: dict[str, Any]) -> None:
-    requests = sorted(_lines(paused_run["out"], "request"), key=lambda r: r["t_sent"])
-    assert len(requests) == 8 and all(r["error"] is None for r in requests)
-    hit, stalled = requests[GC_CALL], requests[STALL_CALL]
+    requests = {r["id"]: r for r in _lines(paused_run["out"], "request")}
+    hit, stalled = requests[paused_run["injected"][GC_CALL]], requests[paused_run["injected"][STALL_CALL]]
+    assert hit["error"] is None and stalled["error"] is None, (hit, stalled)
     assert paused_run["injected"]["gc_ms"] > 5  # the collection was a pause worth recording
     assert hit["client_pause_ms"] is not None and hit["client_pause_ms"] > 5
     assert stalled["client_pause_ms"] is not None and stalled["client_pause_ms"] >= 1000 * (STALL_S - 0.05) - 1
@@ -202,3 +211,19 @@ def test_the_figures_over_time_carry_each_windows_pauses(tmp_path: Path) -> None
     )
     assert all(row["client_paused_share"] is None or 0 <= row["client_paused_share"] <= 1 for row in rows)
     assert sum(r["client_pause_ms"] is not None for r in requests) >= live["client"]["paused_calls"]["n"]
+
+
+def test_a_run_whose_pauses_were_not_timed_says_null_not_zero(paused_run: dict[str, Any], tmp_path: Path) -> None:
+    """A run file from before the pauses were timed (nor does the virtual clock time them): null, and a gate fails."""
+    old = tmp_path / "old.jsonl"
+    with old.open("w") as f:
+        for line in paused_run["out"].read_text().splitlines():
+            record = json.loads(line)
+            for key in ("client_pause_ms", "gc_collections", "gc_full", "gc_pause_s", "gc_pause_max_ms"):
+                record.pop(key, None)
+            f.write(json.dumps(record) + "\n")
+    summary = _cli(["report", str(old), "--json"])
+    assert summary["client"]["gc"] is None and summary["client"]["paused_calls"]["share"] is None
+    row = judge(summary, {"thresholds": ["client_paused_share<1%"]}, _lines(old, "footer")[0])["thresholds"][0]
+    assert row["value"] is None and not row["ok"]
+    assert "calls paused by the client" not in CliRunner().invoke(main, ["report", str(old)]).output
