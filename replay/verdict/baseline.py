@@ -19,8 +19,6 @@ import math
 import statistics
 from typing import Any
 
-from replay.metrics.client_pauses import PAUSED_SHARE_BOUND
-
 # (summary path, window series key or None, True when higher is better)
 FIGURES = (
     (("throughput", "total_tps"), "total_tps", True),
@@ -88,8 +86,7 @@ def _noise(summary: dict[str, Any], key: str | None) -> tuple[float, int]:
 
 
 def _client_limited(summary: dict[str, Any]) -> str | None:
-    """Why the run's figures are its client's, not its host's: held up by a busy machine, its own CPU spent, or more
-    than PAUSED_SHARE_BOUND of its calls timed across a pause of its own."""
+    """Why the run's figures are its client's, not its host's: held up by a busy machine, or its own CPU spent."""
     client = summary.get("client") or {}
     lag, share, load = client.get("loop_lag_p99_ms"), client.get("cpu_share"), client.get("machine_load")
     if client.get("saturated"):
@@ -97,9 +94,6 @@ def _client_limited(summary: dict[str, Any]) -> str | None:
     if client.get("held_up"):
         busy = f", load {load:.1f}" if isinstance(load, int | float) else ""
         return f"its client was held up (event-loop lag p99 {lag or 0:.0f} ms{busy}: the machine was busy)"
-    paused = (client.get("paused_calls") or {}).get("share")
-    if isinstance(paused, int | float) and paused > PAUSED_SHARE_BOUND:
-        return f"its client paused {100 * paused:.1f} % of its calls (their timings hold its own collections, stalls)"
     return None
 
 

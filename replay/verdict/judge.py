@@ -8,7 +8,7 @@
 | 3 | the run started and could not complete: it sent no call, the host was never reached, ``--on-error abort`` |
 |   | stopped it, a session failed with an error, a worker died, the run file could not be written or was |
 |   | damaged under the run, stdout was closed, or it was killed (no footer); or its ``--baseline`` comparison |
-|   | could not be judged (a client held up, saturated or pausing its calls: ``replay.verdict.baseline``) |
+|   | could not be judged (a client held up or saturated: ``replay.verdict.baseline``) |
 | 128 + N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the graceful stop |
 """
 

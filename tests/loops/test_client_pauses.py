@@ -183,15 +183,6 @@ def test_the_reports_show_the_pauses_under_client(paused_run: dict[str, Any], tm
     assert "calls whose timing includes a client pause" in client and "collections (all processes)" in client
 
 
-def test_a_baseline_whose_client_paused_its_calls_is_not_judged() -> None:
-    def summary(share: float) -> dict[str, Any]:
-        return {"client": {"paused_calls": {"n": 3, "share": share, "pause_s": 0.2}}, "ttft_s": {"p50": 0.1}}
-
-    judged = compare(summary(0.0), summary(0.2), 0.1)
-    assert not judged["judged"] and "paused 20.0 % of its calls" in judged["unjudged"]
-    assert compare(summary(0.0), summary(0.005), 0.1)["judged"]
-
-
 def test_the_figures_over_time_carry_each_windows_pauses(tmp_path: Path) -> None:
     work = tmp_path / "w.jsonl"
     for i in range(4):
@@ -227,3 +218,10 @@ def test_a_run_whose_pauses_were_not_timed_says_null_not_zero(paused_run: dict[s
     row = judge(summary, {"thresholds": ["client_paused_share<1%"]}, _lines(old, "footer")[0])["thresholds"][0]
     assert row["value"] is None and not row["ok"]
     assert "calls paused by the client" not in CliRunner().invoke(main, ["report", str(old)]).output
+
+
+def test_paused_calls_alone_leave_a_baseline_comparison_judged() -> None:
+    """Short loop stalls on a busy machine pause many calls a little: they are said (the warning, the share), but only
+    a held-up or saturated client makes a night unjudged."""
+    summary = {"client": {"paused_calls": {"n": 3, "share": 0.29, "pause_s": 0.02}}, "ttft_s": {"p50": 0.1}}
+    assert compare(summary, summary, 0.1)["judged"]
