@@ -194,7 +194,7 @@ class Accumulator:
             h["e2e"].record_value(_clip((r.t_done - r.t_sent) * US))
         if r.t_call is not None:
             h["send_wait"].record_value(_clip((r.t_sent - r.t_call) * US))
-        record_itl(h["itl"], r.chunks)
+        self._itl(r)
         self.pauses.add(r)
         if (speed := decode_tps(r)) is not None:
             h["decode"].record_value(_clip(speed * TPS_SCALE))
@@ -204,6 +204,10 @@ class Accumulator:
         prompt = r.prompt_tokens if r.prompt_tokens is not None else r.prompt_tokens_est
         self.by_context[_bucket(prompt, CONTEXT_EDGES)].add(r)
         self.by_turn[_bucket(r.turn, TURN_EDGES)].add(r)
+
+    def _itl(self, r: RequestRecord) -> None:
+        """Inter-token gaps: a read carrying k events after a gap g counts k gaps of g/k (``record_itl``)."""
+        record_itl(self.hist["itl"], r.chunks)
 
     # --- combining -----------------------------------------------------------------------------------------------
     def merge(self, other: Accumulator, measured: bool = True) -> None:
