@@ -296,7 +296,8 @@ def table(runs: list[dict]) -> str:
 
 def _collections(by_worker: dict) -> str:
     """Each process's collections: count (full ones, the longest pause in ms)."""
-    said = [f"{g['collections']:,} ({g['full']}, {g['pause_max_ms']:.0f})" for g in by_worker.values() if g]
+    said = [f"{g['collections']:,} ({g['full']}, {g['pause_max_ms']:.0f})" for g in by_worker.values()
+            if g and g.get("collections") is not None]  # fmt: skip
     return ", ".join(said) or "-"
 
 

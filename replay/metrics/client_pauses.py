@@ -82,19 +82,19 @@ class PauseTally:
         """``client.paused_calls``: of the ``measured`` calls, those whose timing includes a client pause (``n``,
         ``share``) and the paused time in them (``pause_s``); ``clean``: TTFT, ITL and E2E over the others. Each
         null unless the client ``timed`` its pauses (not on the virtual clock, nor in a run file from before)."""
-        if not timed:
-            return dict.fromkeys(("n", "share", "pause_s", "clean"))
         clean = {f"{name}_s": read_percentiles(self.clean[name], CLEAN_POINTS, US) for name in CLEAN}
+        if not timed:  # the same keys, every value null
+            return {"n": None, "share": None, "pause_s": None, "clean": {k: dict.fromkeys(v) for k, v in clean.items()}}
         return {"n": self.paused, "share": self.paused / measured if measured else None,
                 "pause_s": self.pause_us / US, "clean": clean}  # fmt: skip
 
 
-def gc_figures(samples: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+def gc_figures(samples: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """``client.gc``: the collections the ``samples`` counted (every process's, in all), their total and longest
-    pause; None when no sample counted them (a run file from before they were)."""
+    pause; each null when no sample counted them (the virtual clock, a run file from before they were)."""
     counted = [s for s in samples if all(isinstance(s.get(k), int | float) for k in GC_KEYS)]
     if not counted:
-        return None
+        return dict.fromkeys(("collections", "full", "pause_total_s", "pause_max_ms"))
     return {
         "collections": sum(int(s["gc_collections"]) for s in counted),
         "full": sum(int(s["gc_full"]) for s in counted),

@@ -351,7 +351,7 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> Cli
         cores=max((s["cores"] for s in inside if s.get("cores")), default=None),
         workers=each if len(each) > 1 or (each and each[0]["worker"] is not None) else None,
         gc=(gc := gc_figures(samples)),
-        paused_calls=acc.pauses.figures(acc.sums["measured"], timed=gc is not None),
+        paused_calls=acc.pauses.figures(acc.sums["measured"], timed=gc["collections"] is not None),
     )
 
 

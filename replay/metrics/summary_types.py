@@ -128,7 +128,7 @@ class ClientFigures:
     machine_load: float | None  # the highest 1-minute load average sampled
     cores: int | None
     workers: list[JSON] | None = None  # with --workers: each worker's own figures
-    gc: JSON | None = None  # the collections of every replay process, in all (None: a run file without them)
+    gc: JSON | None = None  # the collections of every replay process, in all (each null: not counted)
     paused_calls: JSON | None = None  # the measured calls whose timing includes a client pause; the clean ones' figures
 
     def to_dict(self) -> JSON:

@@ -192,7 +192,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
     judges the calls completed in it and the complete tasks that ended in it, each task by every call it made,
     whichever window that call completed in (so a task that missed in an earlier window is a miss where it ends)."""
     tokens, missed = _light(run)
-    timed = gc_figures(run.client) is not None  # the client timed its pauses (not on the virtual clock)
+    timed = gc_figures(run.client)["collections"] is not None  # the client timed its pauses (not the virtual clock)
     out = []
     t0 = run.phases.get("start", 0.0)
     for w in _windows(run):

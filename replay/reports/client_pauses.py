@@ -11,7 +11,7 @@ from replay.reports.units import pct, seconds
 
 def gc_line(gc: dict[str, Any] | None) -> str | None:
     """The collections of every replay process, in all (None: a run file from before they were counted)."""
-    if not gc:
+    if not gc or gc.get("collections") is None:
         return None
     return (f"{gc['collections']:,} ({gc['full']:,} full), {seconds(gc['pause_total_s'])} in all, the longest "
             f"{gc['pause_max_ms']:.1f} ms")  # fmt: skip
