@@ -206,10 +206,26 @@ def run_once(args: argparse.Namespace, traj: Path, port: int, stub_pid: int, ses
         "per_worker": by_worker,
         "summary_ttft_p50_ms": (summary.get("ttft_s") or {}).get("p50", 0) * 1e3 if summary else None,
         "client_saturated": (summary.get("client") or {}).get("saturated"),
+        **client_pauses(summary),
         "verdict": summary.get("verdict"),
         "clock_anchor": clock,
     }
     return res
+
+
+def client_pauses(summary: dict) -> dict:
+    """What the run's summary says of the client's own pauses: each process's collections (``client.workers[].gc``,
+    or ``client.gc`` for one process), its loop lag p99 and the share of calls whose timing includes a pause."""
+    cl = summary.get("client") or {}
+    workers = cl.get("workers") or [{"worker": None, "gc": cl.get("gc"), "loop_lag_p99_ms": cl.get("loop_lag_p99_ms")}]
+    return {
+        "client_gc": cl.get("gc"),
+        "client_gc_by_worker": {str(w["worker"]): w.get("gc") for w in workers},
+        "client_loop_lag_p99_ms": cl.get("loop_lag_p99_ms"),
+        "client_lag_by_worker": {str(w["worker"]): w.get("loop_lag_p99_ms") for w in workers},
+        "client_held_up": cl.get("held_up"),
+        "paused_calls": {k: v for k, v in (cl.get("paused_calls") or {}).items() if k != "clean"} or None,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -245,15 +261,17 @@ def main(argv: list[str] | None = None) -> None:
 
 HEAD = (
     "| sessions | calls (sessions with calls) | conn. errors | TTFT err p50 / p99 / max ms | stub late p50 / p99 ms "
-    "| stub cores | RSS total MiB | parent cores | worker cores |"
+    "| stub cores | RSS total MiB | parent cores | worker cores | collections (full, longest ms) per worker "
+    "| loop lag p99 ms | paused calls |"
 )
+COLUMNS = 12
 
 
 def table(runs: list[dict]) -> str:
-    rows = [HEAD, "|" + "---|" * 9]
+    rows = [HEAD, "|" + "---|" * COLUMNS]
     for r in runs:
         if "calls" not in r:
-            rows.append(f"| {r['sessions']} | failed: exit {r['exit']} |" + " |" * 7)
+            rows.append(f"| {r['sessions']} | failed: exit {r['exit']} |" + " |" * (COLUMNS - 2))
             continue
         e, s, p = r["ttft_err_ms"], r["stub_late_ms"], r["processes"]
         workers = ", ".join(f"{v['cores']:.2f}" for k, v in p.items() if k.startswith("worker") and v["cores"])
@@ -268,9 +286,25 @@ def table(runs: list[dict]) -> str:
             f"{r['rss_total_peak_mib']:.0f}",
             "-" if parent is None else f"{parent:.3f}",
             workers,
+            _collections(r.get("client_gc_by_worker") or {}),
+            "-" if r.get("client_loop_lag_p99_ms") is None else f"{r['client_loop_lag_p99_ms']:.1f}",
+            _paused(r.get("paused_calls")),
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
+
+
+def _collections(by_worker: dict) -> str:
+    """Each process's collections: count (full ones, the longest pause in ms)."""
+    said = [f"{g['collections']:,} ({g['full']}, {g['pause_max_ms']:.0f})" for g in by_worker.values()
+            if g and g.get("collections") is not None]  # fmt: skip
+    return ", ".join(said) or "-"
+
+
+def _paused(p: dict | None) -> str:
+    if not p or p.get("share") is None:
+        return "-"
+    return f"{100 * p['share']:.1f}% ({p['n']:,}, {p['pause_s']:.1f} s)"
 
 
 if __name__ == "__main__":

@@ -135,17 +135,20 @@ async def run_loop(
     ``extra`` are coroutines run beside the sessions for the run's length (closing windows, serving metrics).
     ``client_samples``: the client's own loop lag and CPU, sampled (not on the virtual clock: it has none)."""
     run = _new_run(workload, load, model, writer)
+    monitor = ClientMonitor(writer.client) if client_samples else None
     async with transport:
         client = client_factory(transport)
-        run.ctx = _context(run, model, client)
+        run.ctx = _context(run, model, client, monitor)
         await client.warm(len(model.lanes_here(run)))
         await model.ready()
         run.t0 = run.live.t0 = now()
         run.marks.mark("start", run.t0)
         workers = model.start(run)
         run.marks.mark("all_started")
+        if monitor is not None:
+            monitor.sessions_started()
         model.open_window(run)
-        jobs = [ClientMonitor(writer.client).run()] if client_samples else []
+        jobs = [monitor.run()] if monitor is not None else []
         jobs += [print_progress(run.live, run.stop)] if progress else []
         jobs += [run_checks(check, run.asked)] if check is not None else []
         side = [asyncio.create_task(job) for job in [*jobs, *(j() for j in extra), *model.side(run)]]
@@ -184,13 +187,16 @@ def _new_run(workload: Workload, load: LoadConfig, model: LoadModel, writer: Rec
     return run
 
 
-def _context(run: LoopRun, model: LoadModel, client: ModelClient) -> SessionContext:
-    """What every session of the run shares; each record goes to the writer and the live view as it happens."""
+def _context(run: LoopRun, model: LoadModel, client: ModelClient, monitor: ClientMonitor | None) -> SessionContext:
+    """What every session of the run shares; each record goes to the writer and the live view as it happens, with
+    the client's own pauses its timing overlapped (``client_pause_ms``)."""
     load, live, plan, workload = run.load, run.live, run.plan, run.workload
     first_back: set[int] = set()
 
     def request_done(rec: RequestRecord) -> None:
         rec.user_decode_tps = decode_tps(rec)  # the record says what the summary counts (None: no speed)
+        if monitor is not None:
+            rec.client_pause_ms = monitor.pause_ms(rec.t_sent, rec.t_last_token or rec.t_done or rec.t_sent)
         run.writer.request(rec)
         live.request(rec)
         if rec.session not in first_back:  # the window's own rule: every lane's first call is back

@@ -20,6 +20,7 @@ import numpy as np
 
 from replay.histogram import HIGHEST, Histogram
 from replay.metrics.answer_tally import AnswerTally
+from replay.metrics.client_pauses import PauseTally, record_itl
 from replay.metrics.concurrency import LaneTally
 from replay.metrics.goodput import CallSlo, GoodputTally
 from replay.metrics.host.host_tally import HostTally
@@ -128,6 +129,7 @@ class Accumulator:
         self.answers = AnswerTally()  # the answers' checks (the summary's ``answers``)
         self.goodput = GoodputTally(slo)  # the calls and tasks that met the per-call SLO (``slo``: none, none judged)
         self.lanes = LaneTally()  # what the lanes were doing, second by second (the summary's ``concurrency``)
+        self.pauses = PauseTally()  # the measured calls whose timing includes a pause of the client's own
 
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool, token_key: Callable[[float], Hashable]) -> None:
@@ -206,6 +208,7 @@ class Accumulator:
         if r.t_call is not None:
             h["send_wait"].record_value(_clip((r.t_sent - r.t_call) * US))
         self._itl(r)
+        self.pauses.add(r)
         if (speed := decode_tps(r)) is not None:
             h["decode"].record_value(_clip(speed * TPS_SCALE))
         n_out = r.output_tokens if r.output_tokens is not None else r.output_events
@@ -216,14 +219,8 @@ class Accumulator:
         self.by_turn[_bucket(r.turn, TURN_EDGES)].add(r)
 
     def _itl(self, r: RequestRecord) -> None:
-        """Inter-token gaps: a read carrying k events after a gap g counts k gaps of g/k (in one numpy pass)."""
-        ch = r.chunks
-        if len(ch) < 4:
-            return
-        arr = np.asarray(ch, dtype=float)
-        times, counts = arr[0::2], arr[1::2]
-        gaps = np.rint(np.diff(times) * US / counts[1:]).astype(np.int64)
-        self.hist["itl"].record_many(np.clip(gaps, 1, HIGHEST), np.rint(counts[1:]).astype(np.int64))
+        """Inter-token gaps: a read carrying k events after a gap g counts k gaps of g/k (``record_itl``)."""
+        record_itl(self.hist["itl"], r.chunks)
 
     # --- combining -----------------------------------------------------------------------------------------------
     def merge(self, other: Accumulator, measured: bool = True) -> None:
@@ -259,6 +256,7 @@ class Accumulator:
         self._merge_calls(other)
 
     def _merge_calls(self, other: Accumulator) -> None:
+        self.pauses.merge(other.pauses)
         for name in HISTOGRAMS:
             self.hist[name].add(other.hist[name])
         for mine, theirs in ((self.by_context, other.by_context), (self.by_turn, other.by_turn)):
@@ -281,6 +279,7 @@ class Accumulator:
             "answers": self.answers.encode(),
             "goodput": self.goodput.encode(),
             "lanes": self.lanes.encode(),
+            "pauses": self.pauses.encode(),
         }
 
     @classmethod
@@ -301,6 +300,7 @@ class Accumulator:
         acc.answers = AnswerTally.decode(data.get("answers"))
         acc.goodput = GoodputTally.decode(data.get("goodput"))
         acc.lanes = LaneTally.decode(data.get("lanes"))
+        acc.pauses = PauseTally.decode(data.get("pauses"))
         return acc
 
 

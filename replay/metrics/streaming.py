@@ -163,7 +163,7 @@ def _with_tokens(acc: Accumulator, inside: list[float]) -> Accumulator:
     view.sums, view.errors_by_class, view.hist = acc.sums, acc.errors_by_class, acc.hist
     view.by_context, view.by_turn, view.estimated_input = acc.by_context, acc.by_turn, acc.estimated_input
     view.host, view.recipe, view.tasks, view.answers = acc.host, acc.recipe, acc.tasks, acc.answers
-    view.goodput, view.lanes = acc.goodput, acc.lanes
+    view.goodput, view.lanes, view.pauses = acc.goodput, acc.lanes, acc.pauses
     view.tokens = {True: inside}
     return view
 

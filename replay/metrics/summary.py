@@ -15,6 +15,7 @@ from typing import Any
 from replay.histogram import Histogram, read_percentiles
 from replay.metrics.accumulator import TPS_SCALE, US, Accumulator
 from replay.metrics.breakdowns import breakdown_figures
+from replay.metrics.client_pauses import gc_figures
 from replay.metrics.concurrency import ConcurrencyFigures, concurrency_figures
 from replay.metrics.goodput import CallSlo, parse_slo
 from replay.metrics.host import host_signals, routes, speculation
@@ -340,12 +341,15 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> Cli
     processes, a host on the same machine among them, had the cores: ``machine_load``, the highest 1-minute load
     average sampled, on ``cores``), and more workers would not help.
     A run over worker processes (``--workers``) is judged per worker: its CPU share and lag are the busiest
-    worker's, it is saturated (held up) when any worker is, and ``workers`` lists each one."""
+    worker's, it is saturated (held up) when any worker is, and ``workers`` lists each one (with its collections).
+    The collections (``gc``) are every process's over the whole run; ``paused_calls`` are the measured calls whose
+    timing includes a client pause (``replay.metrics.client_pauses``)."""
     inside = [s for s in samples if s["t"] in win] or samples
     by_worker: dict[Any, list[dict[str, Any]]] = {}
     for s in inside:
         by_worker.setdefault(s.get("worker"), []).append(s)
-    each = [{"worker": k, **_process_load(v)} for k, v in sorted(by_worker.items(), key=lambda kv: str(kv[0]))]
+    each = [{"worker": k, **_process_load(v), "gc": gc_figures(s for s in samples if s.get("worker") == k)}
+            for k, v in sorted(by_worker.items(), key=lambda kv: str(kv[0]))]  # fmt: skip
     shares = [e["cpu_share"] for e in each if e["cpu_share"] is not None]
     lags = [e["loop_lag_p99_ms"] for e in each if e["loop_lag_p99_ms"] is not None]
     loads = [s["load1"] for s in inside if s.get("load1") is not None]
@@ -358,6 +362,8 @@ def _client(samples: list[dict[str, Any]], win: Window, acc: Accumulator) -> Cli
         machine_load=max(loads, default=None),
         cores=max((s["cores"] for s in inside if s.get("cores")), default=None),
         workers=each if len(each) > 1 or (each and each[0]["worker"] is not None) else None,
+        gc=(gc := gc_figures(samples)),
+        paused_calls=acc.pauses.figures(acc.sums["measured"], timed=gc["collections"] is not None),
     )
 
 

@@ -135,6 +135,8 @@ class ClientFigures:
     machine_load: float | None  # the highest 1-minute load average sampled
     cores: int | None
     workers: list[JSON] | None = None  # with --workers: each worker's own figures
+    gc: JSON | None = None  # the collections of every replay process, in all (each null: not counted)
+    paused_calls: JSON | None = None  # the measured calls whose timing includes a client pause; the clean ones' figures
 
     def to_dict(self) -> JSON:
         out = {
@@ -145,6 +147,8 @@ class ClientFigures:
             "held_up": self.held_up,
             "machine_load": self.machine_load,
             "cores": self.cores,
+            "gc": self.gc,
+            "paused_calls": self.paused_calls,
         }
         return out if self.workers is None else out | {"workers": self.workers}
 
@@ -156,7 +160,7 @@ class Verdict:
     passed: bool
     exit_code: int
     reasons: list[str]
-    warnings: list[str] = field(default_factory=list)  # what the run claims and did not do (no exit code changes)
+    warnings: list[str] = field(default_factory=list)  # said beside the verdict, no exit code changed
 
 
 def as_json(summary: Mapping[str, Any]) -> JSON:

@@ -15,6 +15,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from replay.metrics.accumulator import Accumulator
+from replay.metrics.client_pauses import gc_figures
 from replay.metrics.concurrency import LaneTally
 from replay.metrics.goodput import CallSlo
 from replay.metrics.host import speculation
@@ -205,6 +206,7 @@ def series(run: RunData) -> list[dict[str, Any]]:
     whichever window that call completed in (so a task that missed in an earlier window is a miss where it ends)."""
     tokens, missed = _light(run)
     lanes = _lanes(run)
+    timed = gc_figures(run.client)["collections"] is not None  # the client timed its pauses (not the virtual clock)
     out = []
     t0 = run.phases.get("start", 0.0)
     for w in _windows(run):
@@ -215,7 +217,8 @@ def series(run: RunData) -> list[dict[str, Any]]:
         acc.goodput.missed = set(missed)
         acc.lanes = lanes
         acc.tokens = {True: _tokens_in(tokens, lambda key, i=w["index"]: key[0] == i)}
-        f = figures(acc, Window(w["t_start"], w["t_end"], True), RunData(run.header, [], [], run.phases, [], run.footer))
+        part = RunData(run.header, [], [], run.phases, [], run.footer)  # the footer: every task's record is in
+        f = figures(acc, Window(w["t_start"], w["t_end"], True), part)
         out.append({
             "index": w["index"],
             "start_s": w["t_start"] - t0,
@@ -234,6 +237,8 @@ def series(run: RunData) -> list[dict[str, Any]]:
             "speculation": f.host_figures["speculation"],
             "goodput": dict(f.goodput),
             "concurrency": _lane_row(f),
+            "client_paused_share": acc.pauses.figures(acc.sums["measured"], timed)["share"],
+            "client_gc": gc_figures(s for s in run.client if w["t_start"] <= s["t"] < w["t_end"]),
         })  # fmt: skip
     if not any(row["speculation"] for row in out):  # no call reported it: the host's counters, as the summary's
         for row in out:

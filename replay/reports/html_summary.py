@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.metrics.client_pauses import paused_warning
+from replay.reports.client_pauses import html_rows as pause_rows
 from replay.reports.html_answers import answers
 from replay.reports.html_page import Section, note, num, paragraph, pct, secs, table, text, tiles
 from replay.reports.html_served import served
@@ -156,6 +158,7 @@ def client(rep: RunReport) -> Section:
         lag_w = w["loop_lag_p99_ms"]
         rows.append([f"worker {w['worker']}: CPU / lag p99" + (" (saturated)" if w["saturated"] else ""),
                      f"{pct(w['cpu_share'])} / " + ("-" if lag_w is None else f"{lag_w:.1f} ms")])  # fmt: skip
+    rows += pause_rows(cl)
     body = table(["figure", "value"], rows)
     if cl["saturated"]:
         body += note(
@@ -169,6 +172,8 @@ def client(rep: RunReport) -> Section:
             "the client's event loop lagged while it used little CPU, so timings may include that wait. Other "
             "processes had the cores; more --workers would not help."
         )
+    if warning := paused_warning(rep.summary):
+        body += note(warning[0].upper() + warning[1:] + ".")
     return Section("client", "Client", body)
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
+from textwrap import wrap
 from typing import Any
 
 import orjson
 
 from replay.clients.flavours.responses import chained_state_warning
 from replay.metrics.summary_types import as_json
+from replay.reports import client_pauses
 from replay.reports.concurrency_text import concurrency_lines
 from replay.reports.detail_text import breakdown_lines, drift_lines, goodput_windows_lines, host_metrics_lines
 from replay.reports.provider_report import provider_lines
@@ -309,7 +311,7 @@ def _client(cl: dict[str, Any]) -> list[str]:
         lines.append(
             f"  send wait (call begun to bytes sent, not in TTFT): p50 {_s(wait['p50'])}, p99 {_s(wait['p99'])}"
         )
-    return lines
+    return lines + client_pauses.text_lines(cl)
 
 
 def _answers(a: dict[str, Any] | None) -> list[str]:
@@ -398,4 +400,6 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         lines.append("Verdict: passed (exit code 0)")
     else:
         lines.append(f"Verdict: {'; '.join(verdict['reasons'])} (exit code {verdict['exit_code']})")
-    return lines
+    return lines + [
+        line for w in verdict.get("warnings") or () for line in wrap(f"WARNING: {w}", 100, subsequent_indent="  ")
+    ]

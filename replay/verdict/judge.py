@@ -18,6 +18,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from replay.metrics.client_pauses import paused_warning
 from replay.verdict.thresholds import ThresholdError, parse_all
 
 EXIT_OK, EXIT_USAGE, EXIT_THRESHOLD, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -53,8 +54,8 @@ def judge(summary: dict[str, Any], header: dict[str, Any], footer: dict[str, Any
     if footer and footer.get("signal"):
         code = 128 + int(getattr(signal, footer["signal"], 0))
         reasons.append(f"stopped by {footer['signal']}")
-    summary["verdict"] = {"passed": code == EXIT_OK, "exit_code": code, "reasons": reasons,
-                          "warnings": _warnings(summary)}  # fmt: skip
+    warnings = [*_warnings(summary), *(w for w in (paused_warning(summary),) if w)]
+    summary["verdict"] = {"passed": code == EXIT_OK, "exit_code": code, "reasons": reasons, "warnings": warnings}
     return summary
 
 

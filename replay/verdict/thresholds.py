@@ -3,8 +3,8 @@
 An expression is ``FIGURE OP VALUE``: ``ttft_p95<2s``, ``error_rate<1%``, ``user_decode_tps_p25>40``,
 ``throughput.total_tokens_per_min>=20.23M``. FIGURE is a JSON path into the summary (``ttft_s.p95``) or a short
 name for one: ``NAME_pNN`` is ``NAME_s.pNN`` (latencies, in seconds) or ``NAME.pNN`` (speeds); a bare name is looked
-up at the top of the summary, then under ``throughput``, ``cache``, ``tasks`` and ``client``, and
-``concurrency_NAME`` is ``concurrency.NAME``. OP is one of ``< <= > >= ==``.
+up at the top of the summary, then under ``throughput``, ``cache``, ``tasks`` and ``client``; ``concurrency_NAME`` is
+``concurrency.NAME`` and ``client_paused_share`` is ``client.paused_calls.share``. OP is one of ``< <= > >= ==``.
 VALUE is a number with an optional unit: ``ms``, ``s``, ``m`` (minutes), ``%`` (a ratio: 1% = 0.01), or a scale
 ``k``, ``M``, ``G``. Every figure a summary can have is a name (``summary_template``: the sections a run may leave
 null, ``answers``, ``speculation``, ``truth``, in their whole shape), checked before a run; a figure the run does not
@@ -23,6 +23,7 @@ from replay.expressions import OPS, parse_expression, split_terms
 
 _SECTIONS = ("throughput", "cache", "tasks", "client")
 _PREFIXED = ("concurrency",)  # ``concurrency_active_share`` is ``concurrency.active_share``
+_NAMED = {"client_paused_share": ("client", "paused_calls", "share")}  # short names of figures deeper down
 
 
 class ThresholdError(ReplayError, ValueError):
@@ -93,7 +94,7 @@ def _lookup(summary: dict[str, Any], path: tuple[str, ...], open_maps: bool = Fa
 
 def _candidates(figure: str) -> list[tuple[str, ...]]:
     parts = tuple(figure.split("."))
-    out = [parts]
+    out = [parts, *([_NAMED[figure]] if figure in _NAMED else [])]
     m = re.fullmatch(r"(.+)_(p\d+|mean|n)", parts[-1])
     if m and len(parts) == 1:
         name, stat = m.groups()
