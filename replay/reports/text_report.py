@@ -395,11 +395,11 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     for t in s.get("thresholds") or ():
         value = "-" if t.get("value") is None else f"{t['value']:.6g}"
         lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")
-    lines += [f"  warning: {w}" for w in verdict.get("warnings") or ()]
+    lines += [
+        line for w in verdict.get("warnings") or () for line in wrap(f"WARNING: {w}", 100, subsequent_indent="  ")
+    ]
     if verdict["passed"]:
         lines.append("Verdict: passed (exit code 0)")
     else:
         lines.append(f"Verdict: {'; '.join(verdict['reasons'])} (exit code {verdict['exit_code']})")
-    return lines + [
-        line for w in verdict.get("warnings") or () for line in wrap(f"WARNING: {w}", 100, subsequent_indent="  ")
-    ]
+    return lines

@@ -94,7 +94,7 @@ def test_an_ignored_forced_length_is_a_verdict_warning(tmp_path) -> None:
     assert s["verdict"]["warnings"] == ["--force-output-length was not honoured: 3 of 3 answers were not the length "
                                         "asked (stop 3); the load is not the one the run claims"]  # fmt: skip
     text = CliRunner().invoke(main, ["report", str(out)]).output
-    assert "warning: --force-output-length was not honoured" in text
+    assert "WARNING: --force-output-length was not honoured" in text
 
 
 def test_the_answer_checks_gate_a_run(tmp_path) -> None:
