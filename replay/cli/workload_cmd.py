@@ -18,7 +18,7 @@ from replay.workload.words import plural
     default="auto",
     show_default=True,
     help="Source format: auto (detect per file), swe-agent, mini-swe-agent, openhands, claude-code, openai-log, "
-    "mooncake, weka, otel, mooncake-agentic, tracelab, hcua.",
+    "mooncake, weka, otel, mooncake-agentic, tracelab, hcua, atif, exgentic, rollout.",
 )
 @click.option(
     "-o",

@@ -19,6 +19,7 @@ import orjson
 
 from replay.workload.images import PLACEHOLDER
 from replay.workload.importers import (
+    atif,
     claude_code,
     mini_swe_agent,
     mooncake,
@@ -47,6 +48,7 @@ IMPORTERS: dict[str, Callable[..., list[Imported]]] = {
     "mooncake-agentic": mooncake_agentic.import_file,
     "tracelab": tracelab.import_file,
     "hcua": mooncake_agentic.import_hcua,
+    "atif": atif.import_file,
 }
 
 CANONICAL = "canonical"
@@ -90,6 +92,8 @@ def _detect_object(obj: Any) -> str | None:
         return None
     if obj.get("format") == FORMAT_V1:
         return CANONICAL
+    if atif.looks_like(obj):
+        return "atif"
     if isinstance(obj.get("messages"), list) and "output_length" in obj:
         return "hcua" if _cua(obj["messages"]) else "mooncake-agentic"
     if "hash_ids" in obj and "input_length" in obj:
@@ -333,10 +337,14 @@ def import_files(
         for t in g
         if t.header.get("subagent")
     }
+    # So is an ATIF document imported through the parent that refers to it.
+    claimed_atif = {t.header["source"].get(atif.SUBAGENT_FILE) for _, f, g in groups if f == "atif" for t in g}
     taken: set[str] = set()
     for path, f, group in groups:
         source = group[0].header.get("source", {})
         if f == "claude-code" and str(path.resolve()) in claimed and source.get("sidechain"):
+            continue
+        if f == "atif" and str(path.resolve()) in claimed_atif:
             continue
         _rename(group, taken)
         taken.update(t.id for t in group)
