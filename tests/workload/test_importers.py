@@ -49,6 +49,8 @@ def test_importers_table_names_every_format():
         "tracelab",
         "hcua",
         "atif",
+        "exgentic",
+        "rollout",
     }
     assert all(callable(f) for f in IMPORTERS.values())
 
