@@ -246,6 +246,24 @@ def test_a_subagent_file_is_imported_through_its_parent_only(tmp_path):
     assert load_workload([out]).by_id()["c-1"].subagent
 
 
+def test_a_subagent_spawned_twice_is_one_trajectory_and_a_cycle_is_refused(tmp_path):
+    ref = {"session_id": "c-1", "trajectory_path": "child.json"}
+    spawn = {"source": "agent", "message": "go", "observation": {"results": [{"subagent_trajectory_ref": [ref]}]}}
+    child = _atif([{"source": "user", "message": "sub"}, {"source": "agent", "message": "done"}], session_id="c-1")
+    (tmp_path / "child.json").write_text(json.dumps(child))
+    (tmp_path / "parent.json").write_text(json.dumps(_atif([{"source": "user", "message": "task"}, spawn, spawn])))
+    result = import_paths([tmp_path / "parent.json"])
+    assert [t.id for t in result.trajectories] == ["s-1", "c-1"]
+    assert [t.get("spawn") for t in result.trajectories[0].turns] == [[{"trajectory": "c-1", "fork": False}]] * 2
+    back = {**ref, "session_id": "s-1", "trajectory_path": "parent.json"}
+    child["steps"][1]["observation"] = {"results": [{"subagent_trajectory_ref": [back]}]}
+    (tmp_path / "child.json").write_text(json.dumps(child))
+    with pytest.raises(ImportFailure) as err:
+        import_paths([tmp_path / "parent.json"])
+    where = "$.steps[1].observation.results[0].subagent_trajectory_ref[0]"
+    assert str(err.value) == f"{tmp_path / 'child.json'}: {where}: subagent cycle: s-1 -> c-1 -> s-1"
+
+
 @pytest.mark.parametrize(
     ("change", "where"),
     [

@@ -207,6 +207,8 @@ class _Reader:
             raise self.src.fail(f"{jp}.trajectory_path", f"no such file: {file}")
         if sid in self.seen:
             raise self.src.fail(jp, f"subagent cycle: {' -> '.join((*self.seen, sid))}")
+        if any(t.id == sid for t in self.subs):  # spawned again (by a later step): one trajectory, run each time
+            return sid
         group = import_file(file, traj_id=sid, seen=(*self.seen, sid), subagent=True)
         self.subs.extend(group)
         if isinstance(ref.get("extra"), dict) and ref["extra"].get("fork") is True:
