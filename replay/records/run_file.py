@@ -93,6 +93,9 @@ class RequestRecord:
     # ``drafted`` tokens, ``drafts`` (verify steps), each only when said; None when the host said nothing of it.
     # Whole numbers within host_numbers' bounds when written; read back through them again (metrics/host)
     speculation: dict[str, Any] | None = None
+    # The answer's tool calls, OpenAI-shaped ({id, type, function: {name, arguments}}), kept with answer_text: the
+    # conversation a --history live run had (replay export-trajectories RUN)
+    answer_calls: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
