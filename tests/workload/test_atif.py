@@ -289,3 +289,16 @@ def test_bad_input_names_the_file_and_field(tmp_path, change, where):
     assert str(err.value).startswith(f"{path}: {where}"), str(err.value)
     got = CliRunner().invoke(main, ["import", "--from", "atif", str(path), "-o", str(tmp_path / "o.jsonl")])
     assert got.exit_code == 1 and where in got.output and "Traceback" not in got.output
+
+
+def test_an_atif_file_round_trips_import_export_import(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "run.json").write_text(json.dumps(_atif(FOREIGN)))
+    first = reimport(tmp_path, tmp_path / "in", "first.jsonl")
+    export(tmp_path, first, name="out")
+    second = reimport(tmp_path, tmp_path / "out", "second.jsonl")
+    a, b = load_workload([first]), load_workload([second])
+    assert a.fingerprint == b.fingerprint
+    assert [(t.output_tokens, t.tool_time_s, t.recorded) for t in a.trajectories[0].turns] == [
+        (t.output_tokens, t.tool_time_s, t.recorded) for t in b.trajectories[0].turns
+    ]
