@@ -1,5 +1,5 @@
 """Command line: ``replay run | report | sweep | capacity | compare | claims | export | sim | probe | import | inspect |
-synth``, one module per command family."""
+synth | export-trajectories``, one module per command family."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from replay.cli.report_cmd import report
 from replay.cli.run_cmd import run
 from replay.cli.sim_cmd import sim
 from replay.cli.sweep_cmd import sweep
+from replay.cli.trajectories_cmd import export_trajectories
 from replay.cli.workload_cmd import import_cmd, inspect_cmd, synth
 
 _WHOLE = 10_000  # a short-help limit no one-line description reaches: click would cut at ~45 characters
@@ -67,7 +68,8 @@ def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
 
 
-for command in (run, report, sweep, capacity, compare, claims, export, sim, probe, import_cmd, inspect_cmd, synth):
+for command in (run, report, sweep, capacity, compare, claims, export, sim, probe, import_cmd, inspect_cmd, synth,
+                export_trajectories):  # fmt: skip
     main.add_command(command)
 
 

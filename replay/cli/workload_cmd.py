@@ -18,7 +18,7 @@ from replay.workload.words import plural
     default="auto",
     show_default=True,
     help="Source format: auto (detect per file), swe-agent, mini-swe-agent, openhands, claude-code, openai-log, "
-    "mooncake, weka, otel, mooncake-agentic, tracelab, hcua.",
+    "mooncake, weka, otel, mooncake-agentic, tracelab, hcua, atif, exgentic, rollout.",
 )
 @click.option(
     "-o",
@@ -27,7 +27,7 @@ from replay.workload.words import plural
     type=click.Path(dir_okay=False),
     help="Canonical trajectory file to write (JSON Lines; - for stdout).",
 )
-@click.option("--salt", help="Mooncake/Weka: salt of the text generated per block id (default: none).")
+@click.option("--salt", help="Mooncake/Weka/rollout: salt of the text generated per block id or group (default: none).")
 @click.option("--block-size", type=click.IntRange(1), help="Mooncake: tokens per hashed block (default 512).")
 @click.option(
     "--include-discarded",

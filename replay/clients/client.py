@@ -259,6 +259,14 @@ class HostClient:
                                             answered=st.first_answer is not None)  # fmt: skip
         if options.keep_answers:
             rec.answer_text = self._scrub(text) if text is not None else None
+            if st.calls:  # each string scrubbed: a host may echo a key anywhere
+                rec.answer_calls = [self._scrubbed_call(c) for c in st.tool_calls()]
+
+    def _scrubbed_call(self, call: dict[str, Any]) -> dict[str, Any]:
+        """A tool call of the answer as its record keeps it (``answer_calls``), every string scrubbed."""
+        fn = call["function"]
+        named = {"name": self._scrub(str(fn.get("name") or "")), "arguments": self._scrub(fn["arguments"])}
+        return {"id": self._scrub(str(call.get("id") or "")), "type": "function", "function": named}
 
     def _redirect(self, rec: RequestRecord, got: Received) -> str:
         """What a redirect that was not followed pointed to, and why it was not."""

@@ -39,6 +39,7 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "bool": lambda v: isinstance(v, bool),
     "list[float]": lambda v: isinstance(v, list) and len(v) % 2 == 0 and all(map(_number, v)),
     "dict[str, Any]": lambda v: isinstance(v, dict),
+    "list[dict[str, Any]]": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
     "dict[str, str]": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
     "list[str]": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
 }

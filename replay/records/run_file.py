@@ -94,9 +94,9 @@ class RequestRecord:
     # Whole numbers within host_numbers' bounds when written; read back through them again (metrics/host)
     speculation: dict[str, Any] | None = None
     user_decode_tps: float | None = None  # tokens/s after the first, as the summary counts them (None: read at once)
-    # Milliseconds of the call's timing window (t_sent to t_last_token, or t_done) the client itself spent paused (its
-    # garbage collections and event-loop stalls over 5 ms: replay.loops.gc_watch); None when none overlapped it
-    client_pause_ms: float | None = None
+    client_pause_ms: float | None = None  # ms of t_sent..last token the client was paused over 5 ms (loops/gc_watch)
+    # The answer's tool calls, OpenAI-shaped, kept with answer_text: a --history live run's conversation (export)
+    answer_calls: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:

@@ -304,7 +304,10 @@ class _Run:
         spec = self.spec
         model = spec.model or (SIM_MODEL if sim else listed_model(spec, base_url, self.key))
         host = spec.endpoint.host_config(base_url, model, resend_stale=spec.load.retry.retries > 0)
-        return host, spec.endpoint.request_options(model)
+        options = spec.endpoint.request_options(model)
+        if spec.history.output == "live":  # its conversation is the host's answers: kept (export-trajectories RUN)
+            options = dataclasses.replace(options, keep_answers=True)
+        return host, options
 
     def _begin(self, host: HostConfig, sim: dict[str, Any] | None) -> None:
         """The header written (or the resumed segment marked): the run has started."""

@@ -48,6 +48,9 @@ def test_importers_table_names_every_format():
         "mooncake-agentic",
         "tracelab",
         "hcua",
+        "atif",
+        "exgentic",
+        "rollout",
     }
     assert all(callable(f) for f in IMPORTERS.values())
 

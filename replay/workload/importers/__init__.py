@@ -19,13 +19,16 @@ import orjson
 
 from replay.workload.images import PLACEHOLDER
 from replay.workload.importers import (
+    atif,
     claude_code,
+    exgentic,
     mini_swe_agent,
     mooncake,
     mooncake_agentic,
     openai_log,
     openhands,
     otel,
+    rollouts,
     swe_agent,
     tracelab,
     weka,
@@ -47,7 +50,11 @@ IMPORTERS: dict[str, Callable[..., list[Imported]]] = {
     "mooncake-agentic": mooncake_agentic.import_file,
     "tracelab": tracelab.import_file,
     "hcua": mooncake_agentic.import_hcua,
+    "atif": atif.import_file,
+    "exgentic": exgentic.import_file,
+    "rollout": rollouts.import_file,
 }
+ALIASES = {"rollouts": "rollout"}
 
 CANONICAL = "canonical"
 
@@ -81,6 +88,8 @@ def _first_line(path: Path) -> bytes:
 def _detect_object(obj: Any) -> str | None:
     """Format of a parsed JSON document (whole file) or JSONL line; None if unknown."""
     if isinstance(obj, list):
+        if obj and exgentic.looks_like(obj[0]):
+            return "exgentic"
         if obj and isinstance(obj[0], dict) and "source" in obj[0] and ("action" in obj[0] or "observation" in obj[0]):
             return "openhands"
         if obj and isinstance(obj[0], dict) and "round_index" in obj[0] and "input_tokens_total" in obj[0]:
@@ -90,6 +99,12 @@ def _detect_object(obj: Any) -> str | None:
         return None
     if obj.get("format") == FORMAT_V1:
         return CANONICAL
+    if atif.looks_like(obj):
+        return "atif"
+    if rollouts.looks_like(obj):
+        return "rollout"
+    if exgentic.looks_like(obj):
+        return "exgentic"
     if isinstance(obj.get("messages"), list) and "output_length" in obj:
         return "hcua" if _cua(obj["messages"]) else "mooncake-agentic"
     if "hash_ids" in obj and "input_length" in obj:
@@ -163,6 +178,8 @@ def detect_format(path: str | Path) -> str:
             "hcua",
             "tracelab",
             "otel",
+            "rollout",
+            "exgentic",
         )
         if fmt in line_formats or (fmt == "openhands" and "history" in obj):
             return fmt
@@ -289,6 +306,7 @@ def import_files(
     screenshot_window: int | None = None,
 ) -> ImportResult:
     """Import (path, named explicitly) pairs; see import_paths."""
+    fmt = ALIASES.get(fmt, fmt)
     if fmt != "auto" and fmt not in IMPORTERS:
         raise ValueError(f"unknown format {fmt!r}; expected auto or one of: {_SUPPORTED}")
     options = {
@@ -333,10 +351,14 @@ def import_files(
         for t in g
         if t.header.get("subagent")
     }
+    # So is an ATIF document imported through the parent that refers to it.
+    claimed_atif = {t.header["source"].get(atif.SUBAGENT_FILE) for _, f, g in groups if f == "atif" for t in g}
     taken: set[str] = set()
     for path, f, group in groups:
         source = group[0].header.get("source", {})
         if f == "claude-code" and str(path.resolve()) in claimed and source.get("sidechain"):
+            continue
+        if f == "atif" and str(path.resolve()) in claimed_atif:
             continue
         _rename(group, taken)
         taken.update(t.id for t in group)
