@@ -113,7 +113,10 @@ def run(
 
 def print_summary(text: str) -> bool:
     """``text`` on stdout; False when the reader closed it (a pipe to ``head``), with stdout then pointed at
-    /dev/null so the interpreter's own flush at exit does not fail again."""
+    /dev/null so the interpreter's own flush at exit does not fail again, or when the command was started with it
+    closed (``>&-``: Python then has no ``sys.stdout`` at all)."""
+    if sys.stdout is None:
+        return False
     try:
         click.echo(text)
         sys.stdout.flush()

@@ -186,3 +186,15 @@ def test_prometheus_on_a_busy_or_impossible_address_fails_before_the_run(tmp_pat
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 1 and words in err and b"Traceback" not in err, err.decode()
             assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_stdout_closed_before_the_command_started_is_a_run_that_could_not_complete(tmp_path: Path) -> None:
+    """``replay run ... >&-``: Python starts with no ``sys.stdout``; the summary cannot be printed (exit 3)."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "replay", "run", str(_workload(tmp_path, 3, 0.0)), "-c", "2",
+                             "--out", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: os.close(1))  # fmt: skip
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err.decode()
+    assert b"stdout was closed" in err and b"Traceback" not in err
+    assert read_run(out).footer is not None
