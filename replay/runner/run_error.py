@@ -1,6 +1,8 @@
 """The one error a run that cannot start, or cannot complete, raises: its own module, so every job that checks options
 can raise it without importing the run itself."""
 
+from pathlib import Path
+
 from replay.errors import ReplayError
 
 EXIT_USAGE, EXIT_INCOMPLETE = 1, 3  # (replay.verdict.judge: 1 nothing was run, 3 a started run could not complete)
@@ -20,3 +22,12 @@ def stopped_by(exc: KeyboardInterrupt) -> str:
     with the signal's name: ``preflight.footer_on_signals``), else Ctrl-C's SIGINT."""
     name = exc.args[0] if exc.args else None
     return name if name in ("SIGTERM", "SIGHUP") else "SIGINT"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C, or by SIGTERM or SIGHUP outside the loop's own handling (``args[0]``: the signal's
+    name), and its run file, None when the run had not started (nothing was written to one)."""
+
+    def __init__(self, name: str, path: Path | None) -> None:
+        super().__init__(name)
+        self.path = path

@@ -79,6 +79,7 @@ BAD_TRAJECTORIES = {
     "header without id": ([{"format": "replay.trajectory/1"}, TURN], "'id'"),
     "unknown role": ([HEADER, {**TURN, "append": [{"role": "robot", "content": "x"}]}], "append[0].role"),
     "output tokens missing": ([HEADER, {k: v for k, v in TURN.items() if k != "output_tokens"}], "output_tokens"),
+    "absurd output tokens": ([HEADER, {**TURN, "output_tokens": 2**63}], "output_tokens"),  # waited out the timeout
     "negative tool time": ([HEADER, {**TURN, "tool_time_s": -1}], "tool_time_s"),
     "absurd tool time": ([HEADER, {**TURN, "tool_time_s": 1e10}, TURN], "more than a day"),  # once slept for ever
     "truncate past the context": ([HEADER, TURN, {**TURN, "truncate_to": 9}], "truncate_to"),
