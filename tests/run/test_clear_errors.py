@@ -61,6 +61,7 @@ def _fails(args: list[str], *expected: str) -> None:
         (["--window", "0"], ("--window", "more than 0")),  # read as "no windows"
         (["--threshold", ""], ("--threshold", "no threshold")),  # an empty variable: the run went ungated
         (["--threshold", " , "], ("--threshold", "no threshold")),
+        (["--sim-truth-log", "/dev/full"], ("--sim-truth-log", "not a regular file")),  # a traceback in the host
         (["--seed", str(2**64)], ("--seed", "range")),  # issue 25: it once reached the header's JSON
         (["--sim-fault-seed", "-1"], ("--sim-fault-seed", "range")),
     ],
@@ -137,3 +138,7 @@ def test_a_pipe_or_a_device_as_the_workload_is_refused(tmp_path: Path, kind: str
 @pytest.mark.parametrize("option", ["--request-timeout", "--stall-timeout"])
 def test_a_probe_timeout_of_0_is_refused_not_read_as_its_default(tmp_path: Path, option: str) -> None:
     _fails(["probe", "--out", str(tmp_path / "p.toml"), option, "0"], option, "more than 0")
+
+
+def test_a_truth_log_the_simulated_host_cannot_write_is_refused_before_it_serves() -> None:
+    _fails(["sim", "--truth-log", "/dev/full"], "--truth-log", "not a regular file")
