@@ -52,7 +52,7 @@ def run(
         trajectories = fill(given(click.get_current_context()), opts, trajectories, resume)
     refuse_inapplicable("run", opts)
     from replay.runner.preflight import footer_on_signals
-    from replay.runner.run_error import stopped_by
+    from replay.runner.run_error import run_file_of, stopped_by
     from replay.runner.single_run import RunError, check_spec, execute
     from replay.workload.trajectory import TrajectoryError
 
@@ -95,7 +95,7 @@ def run(
             click.echo(f"Error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP outside the loop's own handling
-            _interrupted(stopped_by(exc), getattr(exc, "path", None))
+            _interrupted(stopped_by(exc), run_file_of(exc))
         _print(result, spec, as_json, quiet, note)
         if late := note.take():  # while the summary was printed: the run was whole, the command stops as asked
             _interrupted(late[0], result.path)

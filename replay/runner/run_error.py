@@ -24,10 +24,14 @@ def stopped_by(exc: KeyboardInterrupt) -> str:
     return name if name in ("SIGTERM", "SIGHUP") else "SIGINT"
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """A run stopped by Ctrl-C, or by SIGTERM or SIGHUP outside the loop's own handling (``args[0]``: the signal's
-    name), and its run file, None when the run had not started (nothing was written to one)."""
+def interrupted(name: str, path: Path | None) -> KeyboardInterrupt:
+    """The KeyboardInterrupt a run stopped by signal ``name`` (outside the loop's own handling) ends with: its run
+    file in ``args[1]``, None when the run had not started (nothing was written to one). A KeyboardInterrupt, not a
+    ReplayError: no ``except Exception`` may catch it."""
+    return KeyboardInterrupt(name, path)
 
-    def __init__(self, name: str, path: Path | None) -> None:
-        super().__init__(name)
-        self.path = path
+
+def run_file_of(exc: KeyboardInterrupt) -> Path | None:
+    """The run file an interrupted run wrote (``interrupted``); None when it wrote none, or is not known."""
+    path = exc.args[1] if len(exc.args) > 1 else None
+    return path if isinstance(path, Path) else None

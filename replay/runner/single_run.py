@@ -46,7 +46,7 @@ from replay.runner.preflight import (
     signals_held,
 )
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
-from replay.runner.run_error import EXIT_INCOMPLETE, EXIT_USAGE, RunError, RunInterrupted, stopped_by
+from replay.runner.run_error import EXIT_INCOMPLETE, EXIT_USAGE, RunError, interrupted, stopped_by
 from replay.runner.run_header import build_header, recipe_header, resume_into
 from replay.runner.run_spec import RunSpec
 from replay.runner.run_summary import run_summary, threshold_check
@@ -255,7 +255,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
             if late := run.note.take():  # after the footer: the file is whole, and the command stops as asked
                 raise KeyboardInterrupt(late[0])
     except KeyboardInterrupt as exc:
-        raise RunInterrupted(stopped_by(exc), out if run.started else None) from None
+        raise interrupted(stopped_by(exc), out if run.started else None) from None
     return RunResult(summary, writer.header_data, out, writer.footer_data)
 
 
