@@ -119,3 +119,19 @@ def test_ctrl_c_before_the_run_file_exists_says_there_is_none(tmp_path: Path, mo
     assert res.exit_code == 130, (res.exit_code, res.output, repr(res.exception))
     assert "every finished request" not in err and "before the run started: no run file" in err, err
     assert not out.exists()
+
+
+def test_a_sigterm_in_a_side_by_side_run_exits_143_and_names_the_run_files_written(
+    tmp_path: Path, monkeypatch, capfd
+) -> None:
+    """``--host A --host B``: a SIGTERM as the first host's run is summarised stops the command; it exited 130
+    whatever the signal, saying "every finished request is in the run files" (the second had none)."""
+    monkeypatch.setattr(single_run, "run_summary", _before(single_run, "run_summary", False))
+    work, out = tmp_path / "w.jsonl", tmp_path / "r.jsonl"
+    write_trajectory(work, "t", simple_turns(2, output_tokens=4, tool_time_s=0.0))
+    res = CliRunner().invoke(main, ["run", str(work), "-q", "--host", "sim:instant", "--host", "sim:default",
+                                    "--out", str(out)])  # fmt: skip
+    err = capfd.readouterr().err + res.output
+    assert res.exit_code == 143, (res.exit_code, res.output, repr(res.exception))
+    written = sorted(p for p in tmp_path.glob("r.*.jsonl") if not p.name.endswith(".truth.jsonl"))
+    assert len(written) == 1 and f"interrupted (SIGTERM): every finished request is in {written[0]}" in err, err
