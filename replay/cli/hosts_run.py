@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,13 @@ def run_hosts(trajectories: tuple[str, ...], out: str | None, as_json: bool, qui
                    f"{AT_ONCE if at_once else ONE_AFTER_ANOTHER}", err=True)  # fmt: skip
     try:
         results = run_all(targets, lambda t: execute(t.spec), at_once)
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: every finished request is in the run files", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP outside a loop's own handling: its own exit code
+        from replay.runner.run_error import stopped_by
+
+        name, written = stopped_by(exc), [str(p) for p in paths if p.exists()]
+        said = f"every finished request is in {', '.join(written)}" if written else "before a run started: no run file"
+        click.echo(f"\ninterrupted ({name}): {said}", err=True)
+        sys.exit(128 + int(getattr(signal, name, signal.SIGINT)))
     except study_options.user_errors() as exc:
         raise click.ClickException(str(exc)) from None
     from replay.studies.compare import side_from_file

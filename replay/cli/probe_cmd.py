@@ -194,6 +194,8 @@ def _seconds(text: str, option: str) -> float:
     except click.BadParameter as exc:
         raise click.BadParameter(exc.message, param_hint=option) from None
     assert value is not None
+    if value <= 0:  # a call, a silence or a probe of no time: refused, never read as the default
+        raise click.BadParameter(f"{text!r}: expected more than 0 s", param_hint=option)
     return value
 
 

@@ -6,7 +6,8 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
@@ -51,8 +52,8 @@ def run(
         trajectories = fill(given(click.get_current_context()), opts, trajectories, resume)
     refuse_inapplicable("run", opts)
     from replay.records.scrub import Scrubber, header_secrets
-    from replay.reports.text_report import to_json, to_text
-    from replay.runner.run_error import stopped_by
+    from replay.runner.preflight import footer_on_signals
+    from replay.runner.run_error import run_file_of, stopped_by
     from replay.runner.single_run import RunError, check_spec, execute
     from replay.workload.trajectory import TrajectoryError
 
@@ -87,33 +88,59 @@ def run(
         if spec.arrivals is not None:
             sessions = f"open loop {spec.arrivals}, at most {spec.max_live or concurrency} live sessions"
         click.echo(start.text(f"replay: {sessions}{over} against {where}"), err=True)
-    try:
-        result = execute(spec)
-    except TrajectoryError as exc:
-        raise click.ClickException(str(exc)) from None
-    except RunError as exc:  # 1: nothing was run; 3: the run started and could not complete
-        click.echo(start.text(f"Error: {exc}"), err=True)  # (it may name the host's URL)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP outside the loop's own handling
-        name = stopped_by(exc)
-        click.echo(f"\ninterrupted ({name}): every finished request is in the run file", err=True)
-        sys.exit(128 + int(getattr(signal, name, signal.SIGINT)))
+    with footer_on_signals() as note:  # SIGTERM and SIGHUP noted, never raised, until the command's end
+        try:
+            result = execute(spec)
+        except TrajectoryError as exc:
+            raise click.ClickException(str(exc)) from None
+        except RunError as exc:  # 1: nothing was run; 3: the run started and could not complete
+            click.echo(start.text(f"Error: {exc}"), err=True)  # (it may name the host's URL)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP outside the loop's own handling
+            _interrupted(stopped_by(exc), run_file_of(exc))
+        _print(result, spec, as_json, quiet, note)
+        if late := note.take():  # while the summary was printed: the run was whole, the command stops as asked
+            _interrupted(late[0], result.path)
+    sys.exit(result.exit_code)
+
+
+def _interrupted(name: str, path: Path | None) -> NoReturn:
+    """The command stopped by signal ``name``: what is in the run file, and exit 128 + N."""
+    said = f"every finished request is in the run file {path}" if path else "before the run started: no run file"
+    click.echo(f"\ninterrupted ({name}): {said}", err=True)
+    sys.exit(128 + int(getattr(signal, name, signal.SIGINT)))
+
+
+def _print(result: Any, spec: Any, as_json: bool, quiet: bool, note: Any) -> None:
+    """The summary on stdout (scrubbed), and where the run is on stderr; exit 3 when stdout was closed. A signal
+    noted on ``note`` before the summary is printed stops the command instead: a verdict is never printed after it."""
+    from replay.records.scrub import Scrubber, header_secrets
+    from replay.reports.text_report import to_json, to_text
+    from replay.runner.preflight import held_signals, signals_held
+
     key_env = (result.header.get("host") or {}).get("api_key_env") or spec.api_key_env  # a preset's own variable
     scrub = Scrubber(_secrets(key_env) + header_secrets(spec.headers))  # the last guard before the screen
     summary = result.summary.to_dict()
-    if not print_summary(scrub.text(to_json(summary) if as_json else to_text(summary, result.header))):
-        click.echo(f"replay: stdout was closed before the summary was printed; the run is in {result.path}", err=True)
-        sys.exit(max(result.exit_code, 3))  # the run could not complete: its reader did not get it
+    text = scrub.text(to_json(summary) if as_json else to_text(summary, result.header))
+    with signals_held():  # one sent from here on waits for the summary to be out; one sent before stops the command
+        if late := note.take() or held_signals():
+            _interrupted(late[0], result.path)
+        if not print_summary(text):
+            click.echo(f"replay: stdout was closed before the summary was printed; the run is in {result.path}",
+                       err=True)  # fmt: skip
+            sys.exit(max(result.exit_code, 3))  # the run could not complete: its reader did not get it
     if result.footer and result.footer.get("signal"):
         click.echo(f"{result.footer['stop_reason']}: every finished request is in the run file", err=True)
     if not quiet:
         click.echo(f"run file: {result.path}  (replay report {result.path})", err=True)
-    sys.exit(result.exit_code)
 
 
 def print_summary(text: str) -> bool:
     """``text`` on stdout; False when the reader closed it (a pipe to ``head``), with stdout then pointed at
-    /dev/null so the interpreter's own flush at exit does not fail again."""
+    /dev/null so the interpreter's own flush at exit does not fail again, or when the command was started with it
+    closed (``>&-``: Python then has no ``sys.stdout`` at all)."""
+    if sys.stdout is None:
+        return False
     try:
         click.echo(text)
         sys.stdout.flush()

@@ -17,6 +17,7 @@ import click
 import orjson
 
 from replay.cli.options import parse_bytes, parse_duration
+from replay.clients.host import header_problem
 
 
 def _json_object(text: str | None, option: str) -> dict[str, Any]:
@@ -48,9 +49,8 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
         name, sep, text = value.partition(":")
         if not sep or not name.strip():
             raise click.BadParameter(f"expected NAME:VALUE, not {value!r}", param_hint="--header")
-        if any(c in value for c in "\r\n\0"):  # a second header smuggled into the first (the value is not echoed:
-            raise click.BadParameter(f"{name.strip()!r}: a header may not hold a line break or NUL",  # it may be a key)
-                                     param_hint="--header")  # fmt: skip
+        if problem := header_problem(name.strip(), text.strip()):  # (the value is not echoed: it may be a key)
+            raise click.BadParameter(f"{name.strip()!r}: {problem}", param_hint="--header")
         headers[name.strip()] = text.strip()
     return headers
 
@@ -59,11 +59,32 @@ def _names(text: str | None) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()] if text else []
 
 
+# Options whose 0 could only mean "not given" (a run of no time, a call that may not take any, a window of nothing):
+# refused, never read as their default.
+POSITIVE_SECONDS = ("duration", "window", "request_timeout", "stall_timeout")
+
+
 def _seconds(opts: dict[str, Any], name: str) -> float | None:
+    flag = "--" + name.replace("_", "-")
     try:
-        return parse_duration(opts.get(name))
+        value = parse_duration(opts.get(name))
     except click.BadParameter as exc:
-        raise click.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
+        raise click.BadParameter(exc.message, param_hint=flag) from None
+    if value is not None and value <= 0 and name in POSITIVE_SECONDS:
+        raise click.BadParameter(f"{opts[name]!r}: expected more than 0 s (leave {flag} out for its default)",
+                                 param_hint=flag)  # fmt: skip
+    return value
+
+
+def _thresholds(texts: tuple[str, ...]) -> list[str]:
+    """``--threshold`` as given; an empty one (``--threshold ''``, a variable that was not set) is refused: it would
+    silently leave the run ungated."""
+    from replay.expressions import split_terms
+
+    for text in texts:
+        if not split_terms([text]):
+            raise click.BadParameter(f"{text!r}: no threshold in it, such as 'ttft.p95<2'", param_hint="--threshold")
+    return list(texts)
 
 
 # What a command without the run's stop, windows, thresholds or soak options stands for (a study's levels).
@@ -156,7 +177,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
     soak = SoakSpec(window_s=_seconds(opts, "window"), prometheus=opts.get("prometheus"),
                     scrape_metrics=opts.get("scrape_metrics"))  # fmt: skip
     gate = GateSpec(
-        thresholds=list(opts["thresholds"]),
+        thresholds=_thresholds(opts["thresholds"]),
         slo=list(opts["slo"]),
         abort_on_fail=opts["abort_on_fail"],
         baseline=opts.get("baseline"),
@@ -224,7 +245,7 @@ def _endpoint(opts: dict[str, Any], base_url: str | None, max_bytes: int) -> Any
         force_output_length=opts["force_output_length"],
         check_answers=opts.get("check_answers"),
         extra_body=extra_body,
-        request_timeout_s=_seconds(opts, "request_timeout") or 600.0,
+        request_timeout_s=_seconds(opts, "request_timeout") or 600.0,  # (0 refused: the default only when unset)
         stall_timeout_s=_seconds(opts, "stall_timeout") or 120.0,
         max_response_bytes=max_bytes,
         follow_redirects=bool(opts.get("follow_redirects")),

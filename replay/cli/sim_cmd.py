@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import orjson
 
@@ -126,6 +128,14 @@ def sim(
         raise click.BadParameter(exc.message, param_hint="--ws-limit") from None
     if ws_limit_s is None or ws_limit_s <= 0:
         raise click.BadParameter("expected a duration above 0, e.g. 3600 or 60m", param_hint="--ws-limit")
+    if truth_log:  # a device, a path under a file, a directory that cannot be written: named, before it serves
+        from replay.runner.preflight import check_out
+        from replay.runner.run_error import RunError
+
+        try:
+            check_out(Path(truth_log), "--truth-log")
+        except RunError as exc:
+            raise click.UsageError(str(exc)) from None
     if tls_dir and not tls:
         raise click.UsageError("--tls-dir does nothing here: it is where --tls writes its certificate; give --tls")
     files = None

@@ -134,6 +134,8 @@ class HostClient:
             rec.error = http_error_class(rec.status, got.refusal)
             text = got.refusal.decode("utf-8", "replace")
             detail = self._redirect(rec, got) if rec.error == "redirect" else text
+            if rec.error == "protocol":  # a 2xx other than 200: no stream to read
+                detail = f"the host answered {rec.status} to a streamed call, with no stream" + f": {text}" * bool(text)
             rec.error_detail = excerpt(self._scrub(detail))  # scrubbed before it is cut: no key's start is left
             self._headers_to(rec, got)
             self.flavour.after_call(conversation, None, context)

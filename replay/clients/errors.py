@@ -15,6 +15,8 @@
 | ``redirect`` | a 3xx: not followed (or, with ``--follow-redirects``, to another origin); the detail names |
 |  | the target |
 | ``http_4xx``, ``http_5xx`` | any other refusal or server error |
+| ``protocol`` | the host answered, but not in HTTP a stream can be read from (a status line or headers that do not |
+|  | parse, too many or too large headers, a 2xx other than 200 to a streamed call); never retried |
 | ``connect`` | no connection, or it broke before the response headers |
 | ``tls`` | the TLS handshake failed (a certificate not trusted: ``--ca-bundle FILE``, or ``--insecure``); never |
 |  | retried |
@@ -81,6 +83,8 @@ _TIER = re.compile(
 def http_error_class(status: int, body: bytes) -> str:
     """The class of a non-200 answer, from its status and body."""
     head = body[:20_000]
+    if 200 <= status < 300:  # (200 is the stream) a 204, a 202: the host answered a streamed call with no stream
+        return "protocol"
     if 300 <= status < 400:
         return "redirect"
     if status == 402 or (status in (400, 403, 429) and _QUOTA.search(head)):

@@ -70,6 +70,21 @@ TRANSPORTS = ("http", "websocket")
 _SECRET_PARAM = re.compile(r"key|token|secret|auth|password|sig", re.IGNORECASE)
 
 
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header's name (RFC 9110, 5.1)
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """Why ``name: value`` cannot be sent as an HTTP header, or None: a name is a token, a value holds no control
+    character but tab (RFC 9110, 5.5). A line break or NUL would smuggle a second header in; any other control
+    character is refused by the host, and every call would fail. The value is never quoted (it may be a key)."""
+    if not _TOKEN.fullmatch(name):
+        return "a header's name is letters, digits and !#$%&'*+-.^_`|~ only"
+    bad = next((c for c in value if (c < " " and c != "\t") or c == "\x7f"), None)
+    if bad is not None:
+        return f"a header may not hold a line break, NUL or other control character (U+{ord(bad):04X} in its value)"
+    return None
+
+
 def check_url(url: str) -> None:
     """ValueError when ``url`` is no http(s) URL, or carries credentials (they would end up in logs and run files):
     user:password@, a key in its query, anything after ``#``."""

@@ -213,6 +213,11 @@ class Transport:
                     continue
                 if tls.is_tls_error(exc):
                     rec.error, rec.error_detail = "tls", excerpt(tls.tls_detail(exc), 400)
+                elif isinstance(exc, aiohttp.ClientResponseError) and rec.t_headers is None:
+                    # aiohttp's parser refused the answer's head (not HTTP, a bad status line, too many or too large
+                    # headers; redirects are not followed by aiohttp, nor statuses raised): the host was reached
+                    rec.error = "protocol"
+                    rec.error_detail = excerpt(f"the host's answer is not HTTP that can be read: {exc.message}")
                 else:
                     rec.error = "connect" if rec.t_headers is None else "disconnect"
                     rec.error_detail = excerpt(f"{type(exc).__name__}: {exc}")

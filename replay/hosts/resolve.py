@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.clients.flavours.base import API_FLAVOURS
-from replay.clients.host import check_url
+from replay.clients.host import check_url, header_problem
 from replay.errors import ReplayError
 from replay.hosts.presets import PRESETS, Preset, SpeedOptions, speed_fields
 from replay.metrics.host.cost import CardError, for_endpoint, parse_card
@@ -136,8 +136,8 @@ def _check_table(path: Path, name: str, t: Any) -> None:
     for hname, value in t.get("headers", {}).items():
         if not isinstance(value, str):
             raise HostError(f"{where}.headers.{hname}: expected a string")
-        if any(c in hname + value for c in "\r\n\0"):  # a header smuggled into another (the value not echoed)
-            raise HostError(f"{where}.headers.{hname}: a header may not hold a line break or NUL")
+        if problem := header_problem(hname, value):  # (the value is not echoed)
+            raise HostError(f"{where}.headers.{hname!r}: {problem}")
     if "gpus" in t and (isinstance(t["gpus"], bool) or not isinstance(t["gpus"], int) or t["gpus"] < 1):
         raise HostError(f"{where}.gpus: expected a whole number of GPUs (1 or more)")
     kw = t.get("power_kw")

@@ -23,7 +23,8 @@ SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGH
 def graceful_signals(first: Callable[[str], None], second: Callable[[], None]) -> Iterator[None]:
     """While inside, the first signal calls ``first(name)``, any later one ``second()`` (main thread only). A signal
     that arrives inside is always answered, at the latest when the block ends; one after it goes to the handler the
-    process had before."""
+    process had before. One the handler before had noted and not yet handed on (``take()``: the run's
+    ``replay.runner.preflight.SignalNote``) is answered as the block starts."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -50,6 +51,11 @@ def graceful_signals(first: Callable[[str], None], second: Callable[[], None]) -
     for sig in SIGNALS:
         with contextlib.suppress(TypeError, ValueError, OSError):
             installed.append((sig, signal.signal(sig, note)))
+    for _, before in installed:  # noted before the block (the run's SignalNote: while the host started): answered now
+        if callable(take := getattr(before, "take", None)):
+            pending.extend(take())
+    if pending:
+        loop.call_soon(answer)
     try:
         yield
     finally:

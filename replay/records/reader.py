@@ -4,7 +4,8 @@ A run file may be torn (a crash mid-write), cut short (kill -9: no footer), writ
 fields: ignored), edited by hand, or damaged. Each line is checked against the record it claims to be: fields of
 the right types, numbers finite and of a plausible size. A line that fails is skipped and named (file:line and
 why), so ``replay report`` reports what the file still holds instead of failing on it. Only a file without a
-readable header is refused: nothing can be said without it.
+readable header is refused, or one whose header holds a field of the wrong type (named: file, line and field):
+nothing can be said without it.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def read_run(path: str | Path, notes: Callable[[str], None] | None = None, sink:
             problem = _line(data, sink, line)
             if isinstance(problem, dict):
                 if header is None:
+                    if fault := _header_problem(problem):  # nothing can be read without it: refused, named
+                        raise ValueError(f"{path}:{lineno}: {fault}")
                     header = problem
                     if hasattr(sink, "header"):  # before any request: a summary prices them by its rate card
                         sink.header(header)
@@ -153,6 +156,54 @@ def read_run(path: str | Path, notes: Callable[[str], None] | None = None, sink:
         raise ValueError(f"{path}: run file format {header.get('format')!r}, expected {RUN_FORMAT!r}")
     data.header, data.skipped_lines = header, skipped
     return data
+
+
+_OBJECT = (lambda v: isinstance(v, dict), "an object")
+_DIVISORS = ("gpus", "power_kw", "price_per_hour")  # the host's and the recipe's: the figures divide by them
+# The header's fields as every reader takes them (``header["host"].get(...)``): a field of another type is no run
+# file replay wrote, and is named (file, line, field) rather than failed on somewhere in the figures.
+_HEADER: dict[str, tuple[Callable[[Any], bool], str, bool]] = {  # field: (check, what it must be, None allowed)
+    **{name: (*_OBJECT, False) for name in ("clock", "host", "request", "load", "workload", "versions")},
+    **{name: (*_OBJECT, True) for name in ("simulated", "baseline", "recipe")},
+    **{name: (_CHECKS["list[str]"], "a list of strings", True) for name in ("thresholds", "slo")},
+    **{name: (_CHECKS["str"], "a string", True) for name in ("simulated_truth_log", "created", "scrape_metrics")},
+    "window_s": (_number, "a number of seconds", True),
+    "abort_on_fail": (_CHECKS["bool"], "true or false", True),
+    **{f"{part}.{name}": (_number, "a number", True) for part in ("host", "recipe") for name in _DIVISORS},
+    "workload.paths": (_CHECKS["list[str]"], "a list of strings", True),
+    "workload.padding": (*_OBJECT, True),
+}
+# A window record's own fields (what each window's figures are read from); a record without them is skipped.
+_WINDOW: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "index": (_int, "an integer"), "t_start": (_number, "a number"), "t_end": (_number, "a number"),
+    "steady": _OBJECT, "other": _OBJECT,
+}  # fmt: skip
+
+
+def _header_problem(header: dict[str, Any]) -> str | None:
+    """The first header field of the wrong type, named with what it must be; None when each is usable."""
+    for name, (check, what, nullable) in _HEADER.items():  # (a part is checked before its fields)
+        part, _, field = name.rpartition(".")
+        within = header.get(part) if part else header
+        if not isinstance(within, dict) or field not in within:
+            continue
+        if not check(within[field]) and not (nullable and within[field] is None):
+            return f"header field {name!r}: expected {what}, got {_describe(within[field])}"
+    return None
+
+
+def _window_problem(obj: dict[str, Any]) -> str | None:
+    for name, (check, what) in _WINDOW.items():
+        if name not in obj:
+            return f"a window record: {name!r} missing"
+        if not check(obj[name]):
+            return f"a window record: {name!r}: expected {what}, got {_describe(obj[name])}"
+    return None
+
+
+def _describe(value: Any) -> str:
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(type(value))
+    return "null" if value is None else kind or f"the number {orjson.dumps(value)[:40].decode(errors='replace')}"
 
 
 def _line(data: RunData, sink: Any, line: bytes) -> str | dict[str, Any] | None:
@@ -184,6 +235,8 @@ def _line(data: RunData, sink: Any, line: bytes) -> str | dict[str, Any] | None:
         data.footer = obj
         return None
     elif kind in ("window", "segment"):
+        if kind == "window" and (fault := _window_problem(obj)):
+            return fault
         record = {"type": kind, **obj}
         data.marks.append(record)  # windows and resumed segments: few, read by the reports
         if kind == "segment" and hasattr(sink, "segment"):

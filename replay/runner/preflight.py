@@ -1,7 +1,7 @@
 """What is checked before the first call, so a run that cannot be written, served or sharded fails at once (exit 1,
 nothing run) with the option named, never with a traceback after the host was started: the run file's path,
 ``--prometheus``'s address, ``--workers``, the open-file limit; and the signals that must still write the footer once
-the closed loop's own handling is gone."""
+the closed loop's own handling is gone (noted, never raised)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def check_out(path: Path, flag: str = "--out") -> None:
     """RunError unless ``path`` can be a run file: a regular file (or none yet) in a directory that is, or can be
     made, and written (a read-only directory, ``--out`` under a file, ``/dev/full`` are refused by name)."""
     if path.exists() and not path.is_file():
-        raise RunError(f"{flag}: {path} is not a regular file (a run file must be one)")
+        raise RunError(f"{flag}: {path} is not a regular file (replay writes its files only as such)")
     if path.exists() and not os.access(path, os.W_OK):
         raise RunError(f"{flag}: {path} cannot be written (permission denied)")
     parent = path.parent
@@ -55,24 +55,46 @@ def check_prometheus(address: str) -> None:
         raise RunError(f"--prometheus: cannot listen at {address}: {exc.strerror or exc}") from None
 
 
+class SignalNote:
+    """A stop signal noted, never raised: the handler only appends the signal's name. Python runs a handler wherever
+    the main thread is (a finaliser, a callback, the middle of a write), and an exception raised there can be lost
+    ("Exception ignored ...") with the run going on to pass; the run reads the note at the points it checks: the
+    loop's start (``replay.loops.signals``), the footer, and the run's end."""
+
+    __slots__ = ("names",)
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        self.names.append(signal.Signals(signum).name)
+
+    def take(self) -> list[str]:
+        """The names noted since the last take, in order (and forgotten here)."""
+        names, self.names[:] = list(self.names), []
+        return names
+
+
 @contextlib.contextmanager
-def footer_on_signals() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise KeyboardInterrupt with their name, as Ctrl-C does (the closed loop
-    installs its own graceful handling while it runs, and gives these back after), so a signal before the loop or
-    just after it still writes the footer."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+def footer_on_signals() -> Iterator[SignalNote]:
+    """While inside, SIGTERM and SIGHUP are noted on the ``SignalNote`` yielded (the closed loop installs its own
+    graceful handling while it runs, answers those noted before it at its start, and gives these back after), so a
+    signal before the loop or just after it still writes the footer, and one after the footer still ends the command
+    with its exit code. Nested, the outer note is used (a command that prints after its run keeps one note)."""
+    current = signal.getsignal(signal.SIGTERM)
+    if isinstance(current, SignalNote):
+        yield current
         return
-
-    def raise_interrupted(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
+    note = SignalNote()
+    if threading.current_thread() is not threading.main_thread():
+        yield note
+        return
     previous = {}
     for sig in STOP_SIGNALS:
         with contextlib.suppress(ValueError, OSError):
-            previous[sig] = signal.signal(sig, raise_interrupted)
+            previous[sig] = signal.signal(sig, note)
     try:
-        yield
+        yield note
     finally:
         for sig, handler in previous.items():
             with contextlib.suppress(ValueError, OSError):
@@ -91,6 +113,13 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def held_signals() -> list[str]:
+    """The stop signals sent while ``signals_held`` holds them, not yet delivered (their names)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "sigpending"):
+        return []
+    return [signal.Signals(s).name for s in sorted(signal.sigpending()) if s in (signal.SIGINT, *STOP_SIGNALS)]
 
 
 def check_workers(spec: Any) -> None:

@@ -35,6 +35,10 @@ def check_sim_options(spec: Any) -> None:
             check()
         except ValueError as exc:
             raise RunError(f"{option}: {exc}") from None
+    if spec.sim_truth_log:  # one the host could not open (a device, a path under a file) fails here, not in the host
+        from replay.runner.preflight import check_out
+
+        check_out(Path(spec.sim_truth_log), "--sim-truth-log")
 
 
 @contextlib.contextmanager

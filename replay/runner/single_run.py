@@ -39,6 +39,7 @@ from replay.records.scrub import Scrubber, header_secrets
 from replay.reports.prometheus_export import PrometheusSink
 from replay.runner.host_models import listed_model
 from replay.runner.preflight import (
+    SignalNote,
     check_out,
     check_prometheus,
     check_workers,
@@ -46,7 +47,7 @@ from replay.runner.preflight import (
     signals_held,
 )
 from replay.runner.resume import Previous, ResumeError, check_same, read_previous
-from replay.runner.run_error import EXIT_INCOMPLETE, EXIT_USAGE, RunError, stopped_by
+from replay.runner.run_error import EXIT_INCOMPLETE, EXIT_USAGE, RunError, interrupted, stopped_by
 from replay.runner.run_header import build_header, recipe_header, resume_into
 from replay.runner.run_spec import RunSpec
 from replay.runner.run_summary import run_summary, threshold_check
@@ -248,9 +249,14 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
         raise RunError(f"--out: {exc}") from None
     run = _Run(spec, resolved, workload, writer, stream, windows, exporter, previous, key)
     run.truth_log = truth_log_path(spec, out, previous.segments if previous else 0)
-    with footer_on_signals():  # SIGTERM and SIGHUP write the footer before the loop and after it too
-        run.write()
-        summary = run.judged()
+    try:
+        with footer_on_signals() as run.note:  # SIGTERM and SIGHUP noted: before the loop and after it too
+            run.write()
+            summary = run.judged()
+            if late := run.note.take():  # after the footer: the file is whole, and the command stops as asked
+                raise KeyboardInterrupt(late[0])
+    except KeyboardInterrupt as exc:
+        raise interrupted(stopped_by(exc), out if run.started else None) from None
     return RunResult(summary, writer.header_data, out, writer.footer_data)
 
 
@@ -269,6 +275,7 @@ class _Run:
     key: str | None
     truth_log: Path | None = None
     started: bool = False  # the header (or the resumed segment) is written: from here on the run has started
+    note: SignalNote | None = None  # SIGTERM and SIGHUP noted outside the loop (the loop answers those before it)
 
     def write(self) -> None:
         """The run, its footer written whatever happens; RunError (exit 1 before the start, 3 after)."""
@@ -334,6 +341,10 @@ class _Run:
         is removed."""
         writer = self.writer
         with signals_held():
+            noted = self.note.take() if self.note is not None else []
+            if noted and not footer.get("signal"):  # after the loop: the footer says so (a crash kept)
+                kept = str(footer.get("stop_reason", "")).startswith(("crashed", "aborted"))
+                footer = footer | {"signal": noted[0]} | ({} if kept else {"stop_reason": f"interrupted ({noted[0]})"})
             if self.started:
                 with contextlib.suppress(RunFileError):
                     writer.footer({**footer, "requests": writer.requests, "tasks": writer.tasks})

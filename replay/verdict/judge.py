@@ -5,11 +5,12 @@
 | 0 | the run completed and every threshold held (without thresholds: at most 10 % of calls failed) |
 | 1 | a usage or input error: a bad option, file, workload or output path (nothing was run) |
 | 2 | a threshold was breached (without thresholds: more than 10 % of calls failed) |
-| 3 | the run started and could not complete: it sent no call, the host was never reached, ``--on-error abort`` |
-|   | stopped it, a session failed with an error, a worker died, the run file could not be written or was |
-|   | damaged under the run, stdout was closed, or it was killed (no footer); or its ``--baseline`` comparison |
-|   | could not be judged (a client held up or saturated: ``replay.verdict.baseline``); or the client delivered |
-|   | less concurrency than the load asked (``concurrency.shortfall``: ``replay.metrics.concurrency``) |
+| 3 | the run started and could not complete: it sent no call, the host was never reached (or never answered in |
+|   | HTTP a stream can be read from: class ``protocol``), ``--on-error abort`` stopped it, a session failed with |
+|   | an error, a worker died, the run file could not be written or was damaged under the run, stdout was closed, |
+|   | or it was killed (no footer); or its ``--baseline`` comparison could not be judged (a client held up or |
+|   | saturated: ``replay.verdict.baseline``); or the client delivered less concurrency than the load asked |
+|   | (``concurrency.shortfall``: ``replay.metrics.concurrency``) |
 | 128 + N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the graceful stop |
 """
 
@@ -97,4 +98,8 @@ def _incomplete(summary: dict[str, Any], footer: dict[str, Any] | None) -> str |
         if classes.get("tls"):
             return "the host was never reached: its TLS handshake failed (a certificate not trusted: --ca-bundle FILE)"
         return "the host was never reached: every call failed to connect"
+    unread = classes.get("protocol", 0)
+    if unread and unread + classes.get("connect", 0) + classes.get("tls", 0) == summary["requests"]:
+        return ("the host was reached but never answered in HTTP a stream can be read from: every call failed as"
+                " protocol (or connect)")  # fmt: skip
     return None

@@ -23,6 +23,9 @@ ROLES = ("system", "user", "assistant", "tool")
 
 
 MAX_TOOL_TIME_S = 86_400.0  # a recorded pause longer than a day is refused at load
+# The answer length sent to the host as max_tokens: no model answers a million tokens in one call (the largest output
+# limits are a few hundred thousand); 2^63 once went out and the call waited out the request timeout.
+MAX_OUTPUT_TOKENS = 1 << 20
 
 
 class TrajectoryError(ReplayError, ValueError):
@@ -204,6 +207,9 @@ def parse_turn(c: Checker, obj: Any, index: int, build: MessageBuilder) -> Turn:
     output_tokens = c.require(obj, "output_tokens", int, "a positive integer")
     if output_tokens < 1:
         raise c.fail("output_tokens", f"expected a positive integer; got {output_tokens}")
+    if output_tokens > MAX_OUTPUT_TOKENS:  # sent as max_tokens: bounded before any host sees it
+        raise c.fail("output_tokens", f"{output_tokens} is more than {MAX_OUTPUT_TOKENS:,} tokens, no model's answer"
+                                      " (it is sent as max_tokens): cut it in the file")  # fmt: skip
     tool_time_s = c.require(obj, "tool_time_s", (int, float), "a number of seconds >= 0")
     if tool_time_s < 0:
         raise c.fail("tool_time_s", f"expected a number of seconds >= 0; got {tool_time_s}")

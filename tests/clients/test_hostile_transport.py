@@ -181,3 +181,50 @@ def test_a_request_the_host_received_is_not_sent_again_without_retries(resend: b
         rec = asyncio.run(_call(HostConfig(url, "m", resend_stale=resend), warm=True))
     posts = [r for r in received if r.startswith(b"POST")]
     assert len(posts) == (2 if resend else 1) and rec.error == "connect"
+
+
+_BODY = b"".join(answer("chat"))
+BROKEN_HTTP = {  # the host was reached each time: its answer's head cannot be read (classed connect before)
+    "not HTTP": b"SSH-2.0-OpenSSH_9.6\r\n",
+    "a bad status line": b"HTTP/1.1 abc OK\r\n\r\n",
+    "too many headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: a\r\n" % i for i in range(200)) + b"\r\n",
+    "an oversized header": b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
+    "a 204 to a stream": b"HTTP/1.1 204 No Content\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_HTTP))
+def test_broken_http_from_a_host_it_reached_is_a_protocol_error_not_connect(case: str) -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await read_request(r)
+        w.write(BROKEN_HTTP[case])
+        await w.drain()
+
+    with raw_host(handler) as url:
+        rec = asyncio.run(_call(HostConfig(url, "m", request_timeout_s=30, stall_timeout_s=10)))
+    assert rec.error == "protocol", (rec.error, rec.error_detail)
+    assert rec.error_detail and ("not HTTP" in rec.error_detail or "204" in rec.error_detail), rec.error_detail
+
+
+def test_an_answer_longer_than_its_content_length_makes_the_next_answer_on_the_connection_a_protocol_error() -> None:
+    """A short ``Content-Length``: the rest of the answer is read as the next answer's head, on the kept-alive
+    connection."""
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        while True:
+            await read_request(r)
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 10\r\n\r\n" + _BODY)
+            await w.drain()
+
+    async def two(host: HostConfig) -> list[RequestRecord]:
+        recs = [RequestRecord(id=f"req-{i}", session=0, task=0, trajectory="t", turn=i) for i in range(2)]
+        async with Transport(host) as transport:
+            client = make_client(host, RequestOptions(model="m"), transport)
+            for rec in recs:
+                await client.call(client.render([MSG], 5, None), rec)
+        return recs
+
+    with raw_host(handler) as url:
+        first, second = asyncio.run(two(HostConfig(url, "m", request_timeout_s=30, stall_timeout_s=10)))
+    assert first.error is not None and first.error != "connect", first.error
+    assert second.error == "protocol", (second.error, second.error_detail)

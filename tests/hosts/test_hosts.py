@@ -106,6 +106,7 @@ output = 0.4
         ("[hosts.a]\npreset = 'groq'\napi = 'soap'\n", "hosts.a.api: 'soap' is not one of"),
         ("[servers.a]\n", "unknown table \\[servers\\]"),
         ("[hosts.a\n", "not valid TOML"),
+        ("[hosts.a]\npreset = 'groq'\nheaders = { x-a = \"b\\u0007\" }\n", "hosts.a.headers.'x-a': .*U\\+0007"),
     ],
 )
 def test_bad_hosts_files_name_the_file_and_field(tmp_path: Path, text: str, message: str) -> None:

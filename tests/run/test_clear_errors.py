@@ -52,6 +52,16 @@ def _fails(args: list[str], *expected: str) -> None:
         (["--api", "soap"], ("--api",)),
         (["--header", "X-A:b\r\nX-Evil: 1"], ("--header", "line break")),  # issue 25: a smuggled second header
         (["--header", "X-A:b\nc"], ("--header", "line break")),
+        (["--header", "X-A:b\x01c"], ("--header", "control character", "U+0001")),  # every call failed, exit 3
+        (["--header", "X-A:b\x7fc"], ("--header", "control character", "U+007F")),
+        (["--header", "X A:b"], ("--header", "name")),
+        (["--duration", "0"], ("--duration", "more than 0")),  # ran a whole pass, its progress saying "0 s left"
+        (["--request-timeout", "0"], ("--request-timeout", "more than 0")),  # read as the default, 600 s
+        (["--stall-timeout", "0s"], ("--stall-timeout", "more than 0")),  # read as the default, 120 s
+        (["--window", "0"], ("--window", "more than 0")),  # read as "no windows"
+        (["--threshold", ""], ("--threshold", "no threshold")),  # an empty variable: the run went ungated
+        (["--threshold", " , "], ("--threshold", "no threshold")),
+        (["--sim-truth-log", "/dev/full"], ("--sim-truth-log", "not a regular file")),  # a traceback in the host
         (["--seed", str(2**64)], ("--seed", "range")),  # issue 25: it once reached the header's JSON
         (["--sim-fault-seed", "-1"], ("--sim-fault-seed", "range")),
     ],
@@ -70,6 +80,7 @@ BAD_TRAJECTORIES = {
     "header without id": ([{"format": "replay.trajectory/1"}, TURN], "'id'"),
     "unknown role": ([HEADER, {**TURN, "append": [{"role": "robot", "content": "x"}]}], "append[0].role"),
     "output tokens missing": ([HEADER, {k: v for k, v in TURN.items() if k != "output_tokens"}], "output_tokens"),
+    "absurd output tokens": ([HEADER, {**TURN, "output_tokens": 2**63}], "output_tokens"),  # waited out the timeout
     "negative tool time": ([HEADER, {**TURN, "tool_time_s": -1}], "tool_time_s"),
     "absurd tool time": ([HEADER, {**TURN, "tool_time_s": 1e10}, TURN], "more than a day"),  # once slept for ever
     "truncate past the context": ([HEADER, TURN, {**TURN, "truncate_to": 9}], "truncate_to"),
@@ -122,3 +133,12 @@ def test_a_pipe_or_a_device_as_the_workload_is_refused(tmp_path: Path, kind: str
     target = str(path) if kind == "fifo" else "/dev/zero"
     for args in (["run", target, "-q", "--out", str(tmp_path / "r.jsonl")], ["inspect", target]):
         _fails(args, target, "not a regular file")
+
+
+@pytest.mark.parametrize("option", ["--request-timeout", "--stall-timeout"])
+def test_a_probe_timeout_of_0_is_refused_not_read_as_its_default(tmp_path: Path, option: str) -> None:
+    _fails(["probe", "--out", str(tmp_path / "p.toml"), option, "0"], option, "more than 0")
+
+
+def test_a_truth_log_the_simulated_host_cannot_write_is_refused_before_it_serves() -> None:
+    _fails(["sim", "--truth-log", "/dev/full"], "--truth-log", "not a regular file")

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from replay.records.reader import read_run
-from tests.support.hostile import PATHS, answer, streaming, threaded_host
+from tests.support.hostile import PATHS, answer, raw_host, streaming, threaded_host
 from tests.support.trajectories import simple_turns, write_trajectory
 
 
@@ -186,3 +186,42 @@ def test_prometheus_on_a_busy_or_impossible_address_fails_before_the_run(tmp_pat
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 1 and words in err and b"Traceback" not in err, err.decode()
             assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_stdout_closed_before_the_command_started_is_a_run_that_could_not_complete(tmp_path: Path) -> None:
+    """``replay run ... >&-``: Python starts with no ``sys.stdout``; the summary cannot be printed (exit 3)."""
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "replay", "run", str(_workload(tmp_path, 3, 0.0)), "-c", "2",
+                             "--out", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: os.close(1))  # fmt: skip
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err.decode()
+    assert b"stdout was closed" in err and b"Traceback" not in err
+    assert read_run(out).footer is not None
+
+
+def test_a_host_that_never_answers_in_http_was_reached_and_the_run_could_not_complete(tmp_path: Path) -> None:
+    """Every call answered with bytes that are not HTTP: class ``protocol`` (it was ``connect``, and the verdict said
+    the host was never reached), exit 3; the figure recounted from the run file, and the same from the report."""
+
+    async def not_http(r, w) -> None:
+        while True:
+            await r.readuntil(b"\r\n\r\n")
+            w.write(b"SSH-2.0-OpenSSH_9.6\r\n")
+            await w.drain()
+
+    out = tmp_path / "r.jsonl"
+    with raw_host(not_http) as url:
+        proc = _replay("run", str(_workload(tmp_path, 2)), "--host", url, "--model", "m", "--retries", "1", "-q",
+                       "--json", "--out", str(out))  # fmt: skip
+        stdout, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err.decode()
+    summary = orjson.loads(stdout)
+    reasons = " ".join(summary["verdict"]["reasons"])
+    assert "reached but never answered in HTTP" in reasons and "was never reached" not in reasons, reasons
+    records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    calls = [r for r in records if r["type"] == "request"]
+    assert calls and all(r["error"] == "protocol" for r in calls)  # not retried: it would fail the same way
+    assert summary["errors_by_class"] == {"protocol": len(calls)}
+    report = subprocess.run([sys.executable, "-m", "replay", "report", str(out), "--json"], capture_output=True)
+    assert orjson.loads(report.stdout)["errors_by_class"] == summary["errors_by_class"]

@@ -162,3 +162,17 @@ def test_client_ttft_tokens_and_itl_agree_with_truth_in_order_and_count(run64):
         prompt += int(np.count_nonzero(client[:-1] < host[1:]))
     assert prompt > 0
     assert figures["ttft"]["n"] == STREAMS * 4 and figures["ttft"]["p50"] >= 0
+
+
+def test_a_truth_log_that_cannot_be_written_is_said_in_one_line_and_the_host_goes_on(capsys) -> None:
+    """A full disk (/dev/full: every write fails with ENOSPC) printed a traceback per request."""
+    from replay.sim.server.truth import TruthLog, TruthRecord
+
+    log = TruthLog("/dev/full", keep=True)
+    for i in range(3):
+        log.append(TruthRecord(request_id=f"r{i}", arrival=float(i)))
+    log.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert "the truth log /dev/full could not be written (No space left on device)" in err, err
+    assert log.count == 3 and log.records is not None and len(log.records) == 3  # kept serving (and in memory)

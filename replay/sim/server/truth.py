@@ -8,6 +8,8 @@ when both run on one machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,11 +78,21 @@ class TruthLog:
         self._appended = asyncio.Event()
 
     def append(self, record: TruthRecord) -> None:
-        """Write one finished request and flush it."""
+        """Write one finished request and flush it. A file that cannot be written (a full disk) is said once, in one
+        line on stderr, and closed: the host goes on serving, and the log holds the records before it."""
         line = orjson.dumps(record)
         if self._file is not None:
-            self._file.write(line + b"\n")
-            self._file.flush()
+            try:
+                self._file.write(line + b"\n")
+                self._file.flush()
+            except OSError as exc:
+                name = self._file.name
+                with contextlib.suppress(OSError):
+                    self._file.close()
+                self._file = None
+                said = f"the truth log {name} could not be written ({exc.strerror or exc})"
+                print(f"replay sim: {said}: it holds the {self.count} requests before this one, no later ones",
+                      file=sys.stderr, flush=True)  # fmt: skip
         if self.records is not None:
             self.records.append(orjson.loads(line))
         self.count += 1
@@ -95,5 +107,6 @@ class TruthLog:
     def close(self) -> None:
         """Flush and close the file; later records are kept in memory only."""
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):  # (said in append when a write failed; a buffered one is lost here)
+                self._file.close()
             self._file = None
