@@ -1,4 +1,4 @@
-"""Thousands of agents from one machine (issue 30): ``replay run`` at 1,024 and 4,096 sessions against the stub host,
+"""Thousands of agents from one machine: ``replay run`` at 1,024 and 4,096 sessions against the stub host,
 every call's TTFT checked against the stub's own truth, the client's memory, CPU and connections per process.
 
 The workload: ``--trajectories`` small agent trajectories (default 256) of ``--turns`` calls (20), contexts growing
@@ -124,6 +124,16 @@ class Sampler(threading.Thread):
             out[name] = {"cores": cores, "rss_peak_mib": peak}
         return out
 
+    def rss_by_minute(self, t0: float) -> list[float]:
+        """The run's total RSS (every process, MiB), the mean of each whole minute after ``t0``: flat memory is a
+        last minute within 5 % of the second (the first holds the start-up)."""
+        minutes: dict[int, list[float]] = {}
+        for t, seen in self.samples:
+            if t >= t0:
+                minutes.setdefault(int((t - t0) // 60), []).append(sum(rss for _, rss in seen.values()) / 2**20)
+        whole = sorted(minutes)[:-1] if len(minutes) > 1 else sorted(minutes)  # the last one is partial
+        return [sum(minutes[m]) / len(minutes[m]) for m in whole]
+
 
 def pct(values: list[float], p: float) -> float | None:
     if not values:
@@ -203,6 +213,8 @@ def run_once(args: argparse.Namespace, traj: Path, port: int, stub_pid: int, ses
         "window_s": (w1 - w0),
         "processes": procs,
         "rss_total_peak_mib": sum(p["rss_peak_mib"] for p in procs.values()),
+        "rss_total_by_minute_mib": (by_minute := sampler.rss_by_minute(t_start)),
+        "rss_last_over_second": by_minute[-1] / by_minute[1] if len(by_minute) > 2 else None,
         "per_worker": by_worker,
         "summary_ttft_p50_ms": (summary.get("ttft_s") or {}).get("p50", 0) * 1e3 if summary else None,
         "client_saturated": (summary.get("client") or {}).get("saturated"),
@@ -261,10 +273,15 @@ def main(argv: list[str] | None = None) -> None:
 
 HEAD = (
     "| sessions | calls (sessions with calls) | conn. errors | TTFT err p50 / p99 / max ms | stub late p50 / p99 ms "
-    "| stub cores | RSS total MiB | parent cores | worker cores | collections (full, longest ms) per worker "
-    "| loop lag p99 ms | paused calls |"
+    "| stub cores | RSS total MiB peak (minute 2 -> last) | parent cores | worker cores "
+    "| collections (full, longest ms) per worker | loop lag p99 ms | paused calls |"
 )
 COLUMNS = 12
+
+
+def _flat(by_minute: list[float]) -> str:
+    """The second whole minute's RSS and the last's: flat memory is the last within 5 % of the second."""
+    return f" ({by_minute[1]:.0f} -> {by_minute[-1]:.0f})" if len(by_minute) > 2 else ""
 
 
 def table(runs: list[dict]) -> str:
@@ -283,7 +300,7 @@ def table(runs: list[dict]) -> str:
             f"{e[50]:+.1f} / {e[99]:+.1f} / {e[100]:+.1f}",
             f"{s[50]:.1f} / {s[99]:.1f}",
             f"{r['stub_cores']:.2f}",
-            f"{r['rss_total_peak_mib']:.0f}",
+            f"{r['rss_total_peak_mib']:.0f}" + _flat(r.get("rss_total_by_minute_mib") or []),
             "-" if parent is None else f"{parent:.3f}",
             workers,
             _collections(r.get("client_gc_by_worker") or {}),

@@ -19,11 +19,12 @@ from typing import Any
 import aiohttp
 
 from replay.clients.watchdog import redirect_target
+from replay.errors import ReplayError
 
 TIMEOUT_S = 5.0  # a read of what a host states about itself (its /metrics, /models, /props)
 
 
-class RedirectNotFollowed(aiohttp.ClientError):
+class RedirectNotFollowed(ReplayError, aiohttp.ClientError):
     """The host answered with a redirect that the HTTP library was about to follow; it was not."""
 
     def __init__(self, status: int, target: str | None) -> None:

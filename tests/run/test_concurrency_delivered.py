@@ -124,7 +124,8 @@ def test_a_closed_loops_delivery_is_the_same_live_offline_recounted_and_by_the_h
     assert c["active_mean"] + c["idle_mean"] == pytest.approx(4)
     host, edges = _host_in_flight(out)  # the host saw the calls between their sending and their end
     on_the_wire = c["in_call_mean"] - c["client_wait_mean"]
-    assert host > 0 and abs(on_the_wire - host) <= edges + 1e-6  # the same calls, apart from each end's stamps
+    # the same calls, apart from each end's stamps (and the summary's whole microseconds: one per call a second)
+    assert host > 0 and abs(on_the_wire - host) <= edges + 1e-4
     text = _text(out)
     assert "Concurrency: 4 sessions asked, 4 made calls (delivered)" in text
     assert f"active {c['active_mean']:,.1f} ({c['active_min']:,.1f}) of 4 = " in text
