@@ -10,9 +10,11 @@ the rest tested again, until every candidate left stands. Why ruptures and not t
 docs/architecture.md. A Welch t-test of the split found was tried first and found steps of 4 % in
 steady modelled nights with p ≈ 2e-5: it takes the best of thirty splits as if it were the only one.
 
-The last night alone cannot be a regime of two: it is tested on its own against the regime before it (a
-prediction interval: that regime's spread and tonight's window noise), so tonight's step is found the night it
-comes (``nights: 1``), and the next night, the two together are a regime whose change point is the first of them.
+A regime of the last one to three nights is too short for the permutation test to confirm (a shuffle of thirty
+nights puts the two lowest last one time in 250), so the series' end is tested apart: the last one, two and three
+nights against the regime before them (a t-test of their mean on that regime's spread), the most significant
+length kept when its p, times the three lengths tried, is under ``ALPHA``. So tonight's step is found the night it
+comes (``nights: 1``), and the next night the two together are the new regime, its change point the first of them.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from replay.verdict.baseline import ERROR_RATE_FLOOR
 ALPHA = 0.001  # a step that noise would give this often or more is no change
 PERMUTATIONS = 4999  # shuffles of the nights for a step's p (its resolution: 1 / 5000)
 MIN_STEP = 0.03  # of the regime before: a smaller step is no change, however steady the nights
-MIN_REGIME = 2  # nights: the shortest regime the segmentation proposes (a lone last night is tested apart)
-MIN_BEFORE = 3  # nights of the regime before a lone last night, for its spread to mean anything
+MIN_REGIME = 2  # nights: the shortest regime the segmentation proposes (the last TAIL nights are tested apart)
+MIN_BEFORE = 3  # nights of the regime before a recent change (the last TAIL nights), for its spread to mean anything
+TAIL = 3  # the last nights tested apart as a new regime: shuffles of a few dozen nights cannot confirm so few
 EXTRA_HINT = "pip install 'agentic-replay[history]'"
 
 
@@ -54,7 +57,7 @@ class Change:
     """A change of regime starting at the night ``index`` (of the series given): ``step`` is the regime's mean
     after against before (relative; absolute for the error rate), ``direction`` whether that is better or worse
     for the figure, ``confidence`` 1 − p (the permutation test's; the
-    prediction interval's for a lone last night), ``nights`` how many nights the new regime has so far."""
+    tail test's for a change in the last nights), ``nights`` how many nights the new regime has so far."""
 
     index: int
     before: float
@@ -142,19 +145,31 @@ def _segmented(x: list[float], nz: list[float], absolute: bool) -> list[tuple[in
     return []
 
 
-def _lone_last(x: list[float], nz: list[float], start: int, absolute: bool) -> float:
-    """p that the last night belongs to the regime of the nights [start, n − 1): its prediction interval (with the
-    last night's own window noise where the nights are steadier than that); 1 when the step is not beyond the
-    noise."""
+def _tail_p(x: list[float], nz: list[float], start: int, t: int, absolute: bool) -> float:
+    """p that the last ``t`` nights belong to the regime of the nights [start, n − t): a t-test of their mean
+    against that regime's (its spread; the nights' own window noise where the regime is steadier than that);
+    1 when the step is not beyond the noise or the regime has fewer than ``MIN_BEFORE`` nights."""
     _, stats = require()
-    a, last = x[start:-1], x[-1]
-    if len(a) < MIN_BEFORE or not _beyond(_step(a, [last], absolute), max(nz[-1], _spread(a, [last])), absolute):
+    a, tail = x[start:-t], x[-t:]
+    if len(a) < MIN_BEFORE or not _beyond(_step(a, tail, absolute), max(_noise(nz[-t:]), _spread(a, tail)), absolute):
         return 1.0
-    mean, var = statistics.fmean(a), statistics.variance(a)
-    spread = math.sqrt(max(var * (1 + 1 / len(a)), (last * nz[-1]) ** 2))  # the nights' spread holds the windows'
+    mean, after = statistics.fmean(a), statistics.fmean(tail)
+    spread = math.sqrt(max(statistics.variance(a), (after * _noise(nz[-t:])) ** 2) * (1 / t + 1 / len(a)))
     if spread == 0:
-        return 0.0 if last != mean else 1.0
-    return float(2 * stats.t.sf(abs(last - mean) / spread, len(a) - 1))
+        return 0.0 if after != mean else 1.0
+    return float(2 * stats.t.sf(abs(after - mean) / spread, len(a) - 1))
+
+
+def _tail(x: list[float], nz: list[float], start: int, absolute: bool) -> tuple[int, float] | None:
+    """The change at the series' end too recent for the segmentation (a regime of one to ``TAIL`` nights, which
+    no shuffle test of a few dozen nights can confirm): the tail length whose step is the most significant, its
+    p multiplied by the lengths tried (Bonferroni); (index, p) when that is under ``ALPHA``."""
+    tried = [(t, _tail_p(x, nz, start, t, absolute)) for t in range(1, TAIL + 1) if len(x) - t > start]
+    if not tried:
+        return None
+    t, p = min(tried, key=lambda r: r[1])
+    p = min(1.0, p * len(tried))
+    return (len(x) - t, p) if p < ALPHA else None
 
 
 def changes(values: list[float], noises: list[float], higher: bool, absolute: bool = False) -> list[Change]:
@@ -165,9 +180,8 @@ def changes(values: list[float], noises: list[float], higher: bool, absolute: bo
     found = _segmented(x, nz, absolute)
     edges = [0, *(i for i, _ in found), len(x)]
     out = [_change(x, edges[k], i, edges[k + 2], p, higher, absolute) for k, (i, p) in enumerate(found)]
-    last_start = edges[-2]
-    if len(x) - 1 > last_start and (p := _lone_last(x, nz, last_start, absolute)) < ALPHA:
-        out.append(_change(x, last_start, len(x) - 1, len(x), p, higher, absolute))
+    if tail := _tail(x, nz, edges[-2], absolute):
+        out.append(_change(x, edges[-2], tail[0], len(x), tail[1], higher, absolute))
     return out
 
 

@@ -25,10 +25,12 @@ def header(i: int, model: str = "m", concurrency: int = 8, seed: int = 0) -> dic
             "replay_version": "0.1.0", "versions": {"platform": "Linux", "python": "3.11"}}  # fmt: skip
 
 
-def history(tmp_path, speeds: list[float], seed: int = 0, **ident) -> sqlite3.Connection:
-    db = connect(tmp_path / f"h{seed}.db", create=True)
+def history(tmp_path, speeds: list[float], seed: int = 0, jitter: float = 0.15, **ident) -> sqlite3.Connection:
+    """Nights of a host at ``speeds``, their windows ``jitter`` apart (0.15: nights about 3.5 % apart)."""
+    db = connect(tmp_path / f"h{seed}-{jitter}.db", create=True)
     for i, speed in enumerate(speeds):
-        add(db, *night_from(header(i, **ident), modelled(1000 * seed + i, speed), f"/runs/night-{i}.jsonl"))
+        night = modelled(1000 * seed + i, speed, jitter=jitter)
+        add(db, *night_from(header(i, **ident), night, f"/runs/night-{i}.jsonl"))
     return db
 
 
@@ -99,11 +101,15 @@ def test_a_slow_slide_is_found_and_is_worse(tmp_path):
         assert all(int(c["run"].split("-")[1].split(".")[0]) >= 30 for c in cps), seed  # not before the slide
 
 
-def test_tonight_alone_is_a_change_point_the_night_it_comes(tmp_path):
-    doc = doc_of(history(tmp_path, [1.0] * 30 + [0.85]))
-    cps = doc["history"]["throughput.total_tps"]["change_points"]
-    assert [(c["run"], c["direction"], c["nights"]) for c in cps] == [("/runs/night-30.jsonl", "worse", 1)]
-    better = doc_of(history(tmp_path, [1.0] * 30 + [1.2], seed=1))["history"]["throughput.total_tps"]
+def test_a_step_is_found_the_night_it_comes_and_the_next_at_the_same_night(tmp_path):
+    for seed in range(5):  # nights 2 % apart: a 15 % step is seven of their spreads
+        doc = doc_of(history(tmp_path, [1.0] * 30 + [0.85], seed, jitter=0.08))
+        cps = doc["history"]["throughput.total_tps"]["change_points"]
+        assert [(c["run"], c["direction"], c["nights"]) for c in cps] == [("/runs/night-30.jsonl", "worse", 1)], seed
+        doc = doc_of(history(tmp_path, [1.0] * 30 + [0.85] * 2, seed, jitter=0.08))
+        cps = doc["history"]["throughput.total_tps"]["change_points"]
+        assert [(c["run"], c["direction"], c["nights"]) for c in cps] == [("/runs/night-30.jsonl", "worse", 2)], seed
+    better = doc_of(history(tmp_path, [1.0] * 30 + [1.2], 9, jitter=0.08))["history"]["throughput.total_tps"]
     assert [c["direction"] for c in better["change_points"]] == ["better"]
 
 
