@@ -68,22 +68,9 @@ def main() -> None:
     """Replay recorded coding-agent trajectories against an LLM host and measure how it serves them."""
 
 
-for command in (
-    run,
-    report,
-    sweep,
-    capacity,
-    compare,
-    claims,
-    export,
-    history,
-    sim,
-    probe,
-    import_cmd,
-    inspect_cmd,
-    synth,
-):
+for command in (run, report, sweep, capacity, compare, claims, export, sim, probe, import_cmd, inspect_cmd, synth):
     main.add_command(command)
+main.add_command(history)
 
 
 def entry() -> None:
