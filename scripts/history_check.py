@@ -73,6 +73,11 @@ def chain(work: Path, hist: Path, args: argparse.Namespace, seed: int, name: str
     return rows
 
 
+def unjudged(doc: dict) -> int:
+    """The nights whose client set their figures (held up or saturated): in the history, out of its judgement."""
+    return sum(bool(p["unjudged"]) for p in doc["history"][FIGURE]["points"])
+
+
 def changes(doc: dict, first: int) -> tuple[list[int], list[dict]]:
     """The nights (0-based) of the total throughput's change points, and every figure's change points before
     night ``first`` (none may be found in the steady nights)."""
@@ -92,8 +97,9 @@ def seed_rows(work: Path, args: argparse.Namespace, s: int) -> dict:
     shutil.copy(steady_db, slide_db)
     slow = chain(work, slow_db, args, s, "slow", [0.85] * args.slow_nights)
     slide = chain(work, slide_db, args, s, "slide", [0.99**k for k in range(1, args.slide_nights + 1)])
-    slow_at, _ = changes(show(slow_db), args.nights)
-    slide_at, _ = changes(show(slide_db), args.nights)
+    slow_doc, slide_doc = show(slow_db), show(slide_db)
+    slow_at, _ = changes(slow_doc, args.nights)
+    slide_at, _ = changes(slide_doc, args.nights)
     gate_slow = [r["exit"] for r in slow]
     return {
         "seed": s,
@@ -106,7 +112,8 @@ def seed_rows(work: Path, args: argparse.Namespace, s: int) -> dict:
         "slide_change_nights": slide_at,
         "slide_found": bool(slide_at) and min(slide_at) >= args.nights,
         "slide_exits": [r["exit"] for r in slide],
-        "unjudged_nights": sum(bool(r["unjudged"]) for r in steady + slow + slide),
+        "unjudged_nights": unjudged(slow_doc) + unjudged(slide_doc) - unjudged(steady_doc),  # each night once
+        "gate_unjudged_nights": sum(bool(r["unjudged"]) for r in steady + slow + slide),
     }
 
 
@@ -137,6 +144,7 @@ def main() -> int:
         "slide_found": sum(r["slide_found"] for r in rows),
         "steady_nights_not_passed": sum(sum(c != 0 for c in r["steady_exits"]) for r in rows),
         "unjudged_nights": sum(r["unjudged_nights"] for r in rows),
+        "nights_run": args.seeds * (args.nights + args.slow_nights + args.slide_nights),
         "per_seed": rows,
     }  # fmt: skip
     print(json.dumps(result, indent=2))
