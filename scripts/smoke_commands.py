@@ -40,7 +40,7 @@ class Step:
 
 def steps(work: Path) -> list[Step]:
     run, soak, log = (str(work / name) for name in ("run.jsonl", "soak.jsonl", "requests.jsonl"))
-    sweep_br = str(work / "sweep-br.json")
+    sweep_br, hist = str(work / "sweep-br.json"), str(work / "nights.db")
     return [
         Step("--help", ["--help"]),
         Step("run", ["run", "-q", "-c", "2", "--tasks", "2", *QUICK, "--out", run]),
@@ -80,6 +80,14 @@ def steps(work: Path) -> list[Step]:
             "run --ray (no ray)",
             ["run", "-q", "--ray", "auto", "--tasks", "1", *QUICK, "--out", str(work / "ray.jsonl")],
             extra="ray",
+        ),
+        Step("history add", ["history", "add", run, soak, "--file", hist]),
+        Step("history list", ["history", "list", "--file", hist]),
+        Step("history show --json", ["history", "show", "--file", hist, "--json"]),  # no change points: one line says
+        Step(
+            "run --history-file",
+            ["run", "-q", "--tasks", "1", *QUICK, "--out", str(work / "gated.jsonl"), "--history-file", hist],
+            extra="history",
         ),
     ]
 

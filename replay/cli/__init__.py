@@ -1,5 +1,5 @@
-"""Command line: ``replay run | report | sweep | capacity | compare | claims | export | sim | probe | import | inspect |
-synth | export-trajectories``, one module per command family."""
+"""Command line: ``replay run | report | sweep | capacity | compare | claims | export | history | sim | probe | import |
+inspect | synth | export-trajectories``, one module per command family."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from replay.cli.capacity_cmd import capacity
 from replay.cli.claims_cmd import claims
 from replay.cli.compare_cmd import compare
 from replay.cli.export_cmd import export
+from replay.cli.history_cmd import history
 from replay.cli.probe_cmd import probe
 from replay.cli.report_cmd import report
 from replay.cli.run_cmd import run
@@ -71,6 +72,7 @@ def main() -> None:
 for command in (run, report, sweep, capacity, compare, claims, export, sim, probe, import_cmd, inspect_cmd, synth,
                 export_trajectories):  # fmt: skip
     main.add_command(command)
+main.add_command(history)
 
 
 def entry() -> None:

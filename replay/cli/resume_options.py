@@ -95,6 +95,7 @@ def _recipe(h: dict[str, Any]) -> dict[str, Any]:
         "slo": tuple(h.get("slo") or ()),
         "window": _text(h.get("window_s")), "scrape_metrics": h.get("scrape_metrics"),
         "baseline": gate.get("file"), "baseline_tolerance": _text(gate.get("tolerance")) if gate else None,
+        "history_file": (h.get("history_gate") or {}).get("file"),
     }  # fmt: skip
     if recipe.get("name"):
         out["start_at"] = None  # the recipe's lanes bring their own start point

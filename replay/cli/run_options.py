@@ -349,6 +349,12 @@ SOAK = [
         default="10%",
         help="How much worse than the baseline a figure may be (beyond the windows' own noise).",
     ),
+    _option(
+        "--history-file",
+        type=click.Path(dir_okay=False),
+        help="A history of earlier nights (replay history; made if missing): tonight is added once complete, and "
+        "starting a worse regime on a figure fails the run (code 2).",
+    ),
 ]
 
 SIM = [

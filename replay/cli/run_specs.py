@@ -106,6 +106,7 @@ RUN_ONLY_DEFAULTS: dict[str, Any] = {
     "scrape_metrics": None,
     "baseline": None,
     "baseline_tolerance": "10%",
+    "history_file": None,
 }
 
 
@@ -182,6 +183,7 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
         abort_on_fail=opts["abort_on_fail"],
         baseline=opts.get("baseline"),
         baseline_tolerance=_fraction(opts.get("baseline_tolerance") or "10%", "--baseline-tolerance"),
+        history_file=opts.get("history_file"),
     )
     loop = LoopSpec(workers=opts.get("workers") or (0 if opts.get("ray") else 1), ray=opts.get("ray"),
                     ray_listen=opts.get("ray_listen"))  # fmt: skip

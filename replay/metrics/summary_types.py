@@ -218,6 +218,7 @@ class Summary(Mapping[str, Any]):
     thresholds: list[JSON] | None = None
     verdict: Verdict | None = None
     baseline: JSON | None = None
+    history: JSON | None = None  # replay run --history: tonight among the nights of its history
 
     def to_dict(self) -> JSON:
         """The JSON of ``replay run --json`` and ``replay report --json`` (a new dict each time)."""
@@ -266,6 +267,7 @@ class Summary(Mapping[str, Any]):
             "thresholds": self.thresholds,
             "verdict": asdict(self.verdict) if self.verdict is not None else None,
             "baseline": self.baseline,
+            "history": self.history,
         }
         out.update((k, v) for k, v in later.items() if v is not None)
         return out

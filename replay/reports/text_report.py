@@ -373,6 +373,22 @@ def _host_ttft_line(tr: dict[str, Any]) -> str:
     )
 
 
+def _history_lines(gate: dict[str, Any] | None) -> list[str]:
+    """``--history-file``: tonight among the nights before it, and each change point it starts."""
+    if not gate:
+        return []
+    worse = ", ".join(gate["regressed"]) or "none"
+    said = f"NOT JUDGED: {gate['unjudged']}" if gate.get("unjudged") else f"started a worse regime: {worse}"
+    lines = [f"In the history {gate['file']} ({gate['judged_before']} judged nights of this series before): {said}"]
+    if gate.get("note"):
+        lines.append(f"  {gate['note']}")
+    for name, row in gate["figures"].items():
+        if c := row.get("change_point"):
+            lines.append(f"  {name:<26} {c['before']:>11.6g} -> {c['after']:<11.6g} {c['direction']} regime, "
+                         f"confidence {c['confidence']:.4f}")  # fmt: skip
+    return lines
+
+
 def _verdict(s: dict[str, Any]) -> list[str]:
     verdict = s.get("verdict")
     if not verdict:
@@ -392,6 +408,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
                 allowed = f"(allowed {100 * row['allowed']:.0f}%)"
                 lines.append(f"  {row['figure']:<26} {row['baseline']:>11.6g} -> {row['current']:<11.6g}"
                              f" {100 * row['change']:+7.1f}%  {mark:<9} {allowed}")  # fmt: skip
+    lines += _history_lines(s.get("history"))
     for t in s.get("thresholds") or ():
         value = "-" if t.get("value") is None else f"{t['value']:.6g}"
         lines.append(f"  threshold {t['expr']:<32} {'ok' if t['ok'] else 'BREACHED':<9} (value {value})")

@@ -4,9 +4,9 @@
 Both feed the run's records to a ``StreamSummary`` (the live run as it writes them, the report as it reads them
 back, a resumed run its earlier segments first), and ``finish`` makes the summary from it: the figures, then the
 truth-log check, the segments, the windows over time, the replay beside its recorded timeline, the verdict of the
-thresholds the header names and the baseline gate. So ``replay run --json`` and ``replay report RUN --json`` are
-the same JSON whatever the mode. The HTML and CSV reports need every record and read the file again; a span
-(``--from``/``--to``) is summarised from the run's window records.
+thresholds the header names, the baseline gate and the history gate. So ``replay run --json`` and ``replay report
+RUN --json`` are the same JSON whatever the mode. The HTML and CSV reports need every record and read the file
+again; a span (``--from``/``--to``) is summarised from the run's window records.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replay.history import gate as history_gate
 from replay.metrics.goodput import CallSlo
 from replay.metrics.host import speculation
 from replay.metrics.recorded_timeline import TaskDrift, recorded
@@ -78,6 +79,9 @@ def finish(
         before = rebuild_run(gate["file"]).summary.to_dict()
         baseline.apply(judged, baseline.compare(judged, before, gate.get("tolerance", 0.1)), gate["file"])
         summary.baseline = judged["baseline"]
+    if (data.header.get("history_gate") or {}).get("file") and between is None:
+        history_gate.apply(judged, history_gate.judge(judged, data.header, run_file))
+        summary.history = judged["history"]
     summary.thresholds, summary.verdict = judged["thresholds"], Verdict(**judged["verdict"])
     return summary
 

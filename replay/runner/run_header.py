@@ -58,6 +58,7 @@ def build_header(spec: Any, host: HostConfig, workload: Workload, sim: dict[str,
         "window_s": spec.window_s,
         "scrape_metrics": spec.scrape_metrics,
         "baseline": {"file": spec.baseline, "tolerance": spec.baseline_tolerance} if spec.baseline else None,
+        "history_gate": {"file": str(Path(spec.history_file).resolve())} if spec.history_file else None,
         "workload": {
             "paths": workload.paths,
             "digest": workload.digest,

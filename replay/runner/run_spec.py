@@ -126,6 +126,7 @@ class GateSpec:
     abort_on_fail: bool = False  # stop the run as soon as a threshold is breached (checked every few seconds)
     baseline: str | None = None  # an earlier run file: figures worse than it by more than the tolerance fail the run
     baseline_tolerance: float = 0.10
+    history_file: str | None = None  # a history file (replay history): tonight starting a worse regime fails the run
 
 
 @dataclass(slots=True)
@@ -289,5 +290,6 @@ class RunSpec:
     abort_on_fail = Flat[bool]()
     baseline = Flat[str | None]()
     baseline_tolerance = Flat[float]()
+    history_file = Flat[str | None]()
     recipe = Flat[str | None]()
     recipe_facts = Flat[RecipeFacts]()

@@ -4,8 +4,11 @@ of the live figures (the same for a run in real time and on the virtual clock)."
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from replay.history.gate import record
+from replay.history.store import HistoryError
 from replay.metrics.streaming import StreamSummary
 from replay.metrics.summary_types import Summary
 from replay.records.run_file import RunWriter
@@ -18,12 +21,31 @@ def run_summary(writer: RunWriter, stream: StreamSummary, compare_truth: bool = 
     """A finished run's summary, judged, made as ``replay report`` makes it from the file (``rebuild.finish``, from
     the accumulators the writer fed: segments, windows, the recorded timeline, the baseline gate, and the truth
     check against the truth logs the file names, complete now that the host has stopped, unless
-    ``compare_truth`` is False: the file was damaged under the run, and the check reads it back)."""
+    ``compare_truth`` is False: the file was damaged under the run, and the check reads it back); with
+    ``--history-file``, tonight added to the history once complete (replay.history.gate.record)."""
     try:
         data = stream.run_data(writer.header_data, writer.footer_data)
-        return finish(stream, data, writer.path, compare_truth=compare_truth)
+        summary = finish(stream, data, writer.path, compare_truth=compare_truth)
+        if (data.header.get("history_gate") or {}).get("file"):  # tonight, once complete, is a night of the history
+            record(summary.to_dict(), data.header, data.footer, writer.path)
+    except HistoryError as exc:  # the run has run; its verdict cannot be given, nor tonight kept
+        raise RunError(f"--history-file: {exc}", EXIT_INCOMPLETE) from None
     except ValueError as exc:  # a baseline that cannot be read: the run has run, its verdict cannot be given
         raise RunError(f"--baseline could not be read back after the run: {exc}", EXIT_INCOMPLETE) from None
+    return summary
+
+
+def check_history(path: str) -> None:
+    """Before the run: ``--history-file`` names a history (or not made yet) and its change points can be found."""
+    from replay.history.changes import ChangesUnavailable, require
+    from replay.history.store import connect
+
+    try:
+        require()
+        if Path(path).exists():
+            connect(path).close()
+    except (ChangesUnavailable, HistoryError) as exc:
+        raise RunError(f"--history-file: {exc}") from None
 
 
 def threshold_check(spec: Any, stream: StreamSummary, writer: RunWriter) -> Callable[[], str | None] | None:

@@ -50,7 +50,7 @@ from replay.runner.resume import Previous, ResumeError, check_same, read_previou
 from replay.runner.run_error import EXIT_INCOMPLETE, EXIT_USAGE, RunError, interrupted, stopped_by
 from replay.runner.run_header import build_header, recipe_header, resume_into
 from replay.runner.run_spec import RunSpec
-from replay.runner.run_summary import run_summary, threshold_check
+from replay.runner.run_summary import check_history, run_summary, threshold_check
 from replay.runner.sim_options import run_host, sim_profile_name, truth_log_path
 from replay.runner.soak_jobs import close_last_window, host_sampler, side_jobs
 from replay.sessions.session import named_error
@@ -140,6 +140,8 @@ def check_spec(spec: RunSpec) -> RunSpec:
         raise RunError(f"--api: {exc}") from None
     if spec.baseline and not Path(spec.baseline).is_file():
         raise RunError(f"--baseline: {spec.baseline}: no such run file")
+    if spec.history_file:
+        check_history(spec.history_file)
     if spec.prometheus:
         check_prometheus(spec.prometheus)
     check_out(Path(spec.out) if spec.out else default_out_path(), "--resume" if spec.resume else "--out")
@@ -238,7 +240,7 @@ def execute(spec: RunSpec, workload: Workload | None = None) -> RunResult:
     if previous is not None:
         read_run(out, notes=lambda _: None, sink=stream)  # (read_previous has said what it skipped)
     window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.load.duration_s or 0) >= LONG_RUN_S else None)
-    if (spec.scrape_metrics or spec.baseline) and not window_s:  # the host's metrics and the noise: by window
+    if (spec.scrape_metrics or spec.baseline or spec.history_file) and not window_s:  # host metrics, noise: by window
         window_s = DEFAULT_WINDOW_S
     windows = WindowRecorder(window_s, previous.windows if previous else 0) if window_s else None
     exporter = PrometheusSink(spec.host or f"simulated:{spec.sim_profile}") if spec.prometheus else None

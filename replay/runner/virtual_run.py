@@ -87,7 +87,7 @@ def execute_virtual(spec: RunSpec, workload: Workload | None = None, prompts: Wi
     spec = dataclasses.replace(spec, load=_load_config(spec))
     out = Path(spec.out) if spec.out else default_out_path()
     stream = StreamSummary(recorded=lambda header: recorded(out, header, workload))  # as execute's
-    window_s = spec.window_s or (DEFAULT_WINDOW_S if spec.baseline else None)
+    window_s = spec.window_s or (DEFAULT_WINDOW_S if (spec.baseline or spec.history_file) else None)
     windows = WindowRecorder(window_s, 0) if window_s else None
     writer = RunWriter(out, sink=Tee(*(s for s in (stream, windows) if s is not None)))
     try:

@@ -116,6 +116,7 @@ ALWAYS = {
     "prometheus": "the live figures",
     "scrape_metrics": "the host's /metrics (the simulated host has one)",
     "baseline": "the gate",
+    "history_file": "the gate on the nights before (and tonight kept)",
     "tokenizer": "the workload's counts",
     "unrecorded_context": "the workload's context (padded or left out)",
     "ramp_up": "the lanes' starts (a study's levels are closed loops; refused with --arrivals)",

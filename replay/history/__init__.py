@@ -1,0 +1,1 @@
+"""Nights over time: a history of runs (store), their change points (changes) and the document shown (report)."""
