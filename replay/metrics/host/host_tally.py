@@ -86,12 +86,14 @@ class HostTally:
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool) -> None:
         route = route_of(r)
+        ident = None  # the call's served identity, worked out once for the counts below
         if r.error is None:
             if route:
                 count_name(self.routes, route)
             if tier := host_name((r.served or {}).get("service_tier")):
                 count_name(self.tiers, tier)
-            self._served(r)
+            ident = identity_of(r, route or "")
+            self._served(r, ident)
         if r.headers:
             self._limits(r.headers)
         self._cost(r)
@@ -99,12 +101,11 @@ class HostTally:
             self.sized[0] += 1
             self.sized[1] += r.prompt_tokens - (r.cached_tokens or 0) >= GROQ_PERFORMANCE_UNCACHED
         if measured:
-            self._measured(r)
+            self._measured(r, ident)
 
-    def _served(self, r: RequestRecord) -> None:
+    def _served(self, r: RequestRecord, ident: str) -> None:
         if r.speculation is not None:
             speculation.add(self.spec, r.speculation)
-        ident = identity_of(r)
         count_name(self.idents, ident)
         if said := fallback_fields(r):
             count_name(self.fallbacks, ident)
@@ -142,7 +143,7 @@ class HostTally:
         self.cost[2] += 1
         self.task_usd[r.task] = self.task_usd.get(r.task, 0) + pico
 
-    def _measured(self, r: RequestRecord) -> None:
+    def _measured(self, r: RequestRecord, ident: str | None) -> None:
         if r.reconnect is not None:
             self.conn[2] += 1
         if r.connect_s is not None:
@@ -152,7 +153,8 @@ class HostTally:
             self.conn[1] += 1
         speed = seen_decode_speed(r)
         if speed is not None:
-            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), identity_of(r))
+            ident = identity_of(r) if ident is None else ident
+            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), ident)
             if r.inflight is not None:
                 self.load.setdefault(load_bucket(r.inflight), _hist()).record_clipped(speed * TPS_SCALE)
         s = server_times(r.server_timings)
