@@ -34,6 +34,12 @@ def now() -> float:
     return _SOURCE.get()()
 
 
+def source() -> Callable[[], float]:
+    """The clock ``now()`` reads in this context, to be bound once (a run's sessions stamp each call with it, without
+    a context lookup per stamp); it is the current context's at the time of asking."""
+    return _SOURCE.get()
+
+
 @contextlib.contextmanager
 def reading(source: Callable[[], float]) -> Iterator[None]:
     """Within, ``now()`` in this context (and the tasks started from it) reads ``source``."""

@@ -13,6 +13,7 @@ steady window or not; for a window record: which window and phase each token fel
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -46,10 +47,6 @@ def new_histogram() -> Histogram:
     return Histogram()
 
 
-def _clip(v: float) -> int:
-    return min(max(round(v), 1), HIGHEST)
-
-
 def token_scale(r: RequestRecord) -> float:
     """Tokens per streamed event: 1 unless the host's usage says events carried more (or fewer)."""
     if r.output_tokens and r.output_events:
@@ -68,7 +65,8 @@ class _Bucket:
         self.reported_est = self.reported_reusable = 0  # the client's counts over the calls the host reported
         self.ttft, self.decode = new_histogram(), new_histogram()
 
-    def add(self, r: RequestRecord) -> None:
+    def add(self, r: RequestRecord, speed: float | None) -> None:
+        """One measured call; ``speed``: its ``decode_tps`` (worked out once for its two rows and the whole)."""
         self.requests += 1
         self.est += r.prompt_tokens_est
         self.reusable += r.reusable_prefix_tokens
@@ -79,9 +77,9 @@ class _Bucket:
             self.reported_est += r.prompt_tokens_est
             self.reported_reusable += r.reusable_prefix_tokens
         if r.t_first_token is not None:
-            self.ttft.record_value(_clip((r.t_first_token - r.t_sent) * US))
-        if (speed := decode_tps(r)) is not None:
-            self.decode.record_value(_clip(speed * TPS_SCALE))
+            self.ttft.record_clipped((r.t_first_token - r.t_sent) * US)
+        if speed is not None:
+            self.decode.record_clipped(speed * TPS_SCALE)
 
     def merge(self, other: _Bucket) -> None:
         for name in ("requests", "est", "reusable", "reported", "host_prompt", "host_cached", "reported_est",
@@ -200,23 +198,23 @@ class Accumulator:
             s["m_reported_est"] += r.prompt_tokens_est
             s["m_reported_reusable"] += r.reusable_prefix_tokens
         if r.t_first_token:
-            h["ttft"].record_value(_clip((r.t_first_token - r.t_sent) * US))
+            h["ttft"].record_clipped((r.t_first_token - r.t_sent) * US)
         if r.t_first_answer:
-            h["ttfat"].record_value(_clip((r.t_first_answer - r.t_sent) * US))
+            h["ttfat"].record_clipped((r.t_first_answer - r.t_sent) * US)
         if r.t_done:
-            h["e2e"].record_value(_clip((r.t_done - r.t_sent) * US))
+            h["e2e"].record_clipped((r.t_done - r.t_sent) * US)
         if r.t_call is not None:
-            h["send_wait"].record_value(_clip((r.t_sent - r.t_call) * US))
+            h["send_wait"].record_clipped((r.t_sent - r.t_call) * US)
         self._itl(r)
         self.pauses.add(r)
         if (speed := decode_tps(r)) is not None:
-            h["decode"].record_value(_clip(speed * TPS_SCALE))
+            h["decode"].record_clipped(speed * TPS_SCALE)
         n_out = r.output_tokens if r.output_tokens is not None else r.output_events
         if n_out and r.t_done and r.t_done > r.t_sent:
-            h["with_wait"].record_value(_clip(n_out / (r.t_done - r.t_sent) * TPS_SCALE))
+            h["with_wait"].record_clipped(n_out / (r.t_done - r.t_sent) * TPS_SCALE)
         prompt = r.prompt_tokens if r.prompt_tokens is not None else r.prompt_tokens_est
-        self.by_context[_bucket(prompt, CONTEXT_EDGES)].add(r)
-        self.by_turn[_bucket(r.turn, TURN_EDGES)].add(r)
+        self.by_context[_bucket(prompt, CONTEXT_EDGES)].add(r, speed)
+        self.by_turn[_bucket(r.turn, TURN_EDGES)].add(r, speed)
 
     def _itl(self, r: RequestRecord) -> None:
         """Inter-token gaps: a read carrying k events after a gap g counts k gaps of g/k (``record_itl``)."""
@@ -305,4 +303,6 @@ class Accumulator:
 
 
 def _bucket(value: int, edges: tuple[int, ...]) -> int:
-    return max(0, int(np.searchsorted(edges, value, side="right")) - 1)
+    """The row of the last edge at or below ``value`` (the first row below the first edge): a bisection of the
+    tuple, not numpy's (whose call costs more than the search for a dozen edges, twice per call)."""
+    return max(0, bisect_right(edges, value) - 1)

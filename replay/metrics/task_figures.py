@@ -24,10 +24,6 @@ _COUNTS = ("warm", "tasks", "complete", "failed", "throttled_all", "attempts", "
            "subagent_calls", "subagent_model", "errored", *PARTS)  # fmt: skip
 
 
-def _us(seconds: float) -> int:
-    return round(seconds * US)
-
-
 class TaskTally:
     """Counts and µs sums of ended tasks; ``complete``: each complete task, True when replayed whole from turn 0."""
 
@@ -48,18 +44,20 @@ class TaskTally:
             return
         n["tasks"] += 1
         n["failed"] += t.status == "failed"
-        n["throttled_all"] += _us(t.throttled_time_s)
+        n["throttled_all"] += round(t.throttled_time_s * US)  # µs, whole
         n["attempts"] += t.attempts
         n["calls"] += t.turns + t.subagent_calls
         if not t.complete:
             return
         n["complete"] += 1
-        for name in PARTS:
-            n[name] += _us(getattr(t, f"{name}_time_s"))
-        n["wall"] += _us(t.t_end - t.t_start)
+        n["model"] += round(t.model_time_s * US)  # the PARTS, each a field of the record
+        n["tool"] += round(t.tool_time_s * US)
+        n["throttled"] += round(t.throttled_time_s * US)
+        n["queue"] += round(t.queue_time_s * US)
+        n["wall"] += round((t.t_end - t.t_start) * US)
         n["subagents"] += t.subagents
         n["subagent_calls"] += t.subagent_calls
-        n["subagent_model"] += _us(t.subagent_model_time_s)
+        n["subagent_model"] += round(t.subagent_model_time_s * US)
 
     def _note_error(self, task: int, error: str) -> None:
         if self.first_error is None or task < self.first_error[0]:  # the same whatever order windows merge in

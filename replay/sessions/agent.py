@@ -57,6 +57,7 @@ class SessionContext:
     on_turn: Callable[[int, int, float], None] = lambda slot, turns_left, tool_left: None  # for the time left
     on_call: Callable[[int], None] = lambda delta: None  # a call began (+1) or ended (-1): calls in flight
     lanes: LaneRuntime | None = None  # start points, warm-up, idle caps, background subagents (sessions/lanes.py)
+    now: Callable[[], float] = field(default_factory=clock.source)  # the run's clock, bound where the run builds this
 
 
 async def stoppable_sleep(stop: asyncio.Event, seconds: float) -> float:
@@ -87,17 +88,16 @@ def _salted(messages: list[Message], salt: str, builder: MessageBuilder, role: s
     The tag is spliced into the message's wire bytes and its own tokens are added to the message's count: a first
     message of 800 KB is neither decoded nor re-counted (that took seconds on the event loop).
     """
-    out = list(messages)
-    tag = orjson.dumps(salt)[1:-1]  # the tag as it reads inside a JSON string
-    tag_tokens = len(builder.tokenizer.encode(salt))
-    for i, m in enumerate(out):
+    for i, m in enumerate(messages):
         if m.role != role:
             continue
         at = string_content_at(m.wire)
-        if at is not None:
-            out[i] = Message(m.wire[:at] + tag + m.wire[at:], m.tokens + tag_tokens, role=role)
-            break
-    return out
+        if at is not None:  # the tag is counted only where it is spliced (a task without a system message: never)
+            tag = orjson.dumps(salt)[1:-1]  # the tag as it reads inside a JSON string
+            out = list(messages)
+            out[i] = Message(m.wire[:at] + tag + m.wire[at:], m.tokens + len(builder.tokenizer.encode(salt)), role=role)
+            return out
+    return messages
 
 
 @dataclass(slots=True)
@@ -147,7 +147,7 @@ class Agent:
         ``phase`` ``warmup`` asks for one token; ``intended`` is when the call was meant to start (an open-loop
         arrival), else now: latency from the intended start counts the client's own lateness too."""
         ctx, context = self.ctx, self.context
-        intended = clock.now() if intended is None else intended
+        intended = ctx.now() if intended is None else intended
         live = ctx.builder is not None and ctx.builder.policy.output == "live"
         max_tokens = WARMUP_MAX_TOKENS if phase == "warmup" else turn.output_tokens
         seen = self.tree.prefix_seen(context) if ctx.lanes is not None else None

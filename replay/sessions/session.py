@@ -166,13 +166,14 @@ async def replay_task(
     tally = Tally()
     tree = Tree(traj)
     plan = ctx.lanes.start_plan(slot, traj) if ctx.lanes is not None else None
-    t_start = clock.now()
+    now = ctx.now
+    t_start = now()
     t_root_end = None
     error: str | None = None  # the session itself raised: a fault of replay or of its machine, not the host's
     stop_run = False
     try:
         await _replay_agent(ctx, traj, task, slot, tally, tree, start=plan.root if plan else None, intended=intended)
-        t_root_end = clock.now()
+        t_root_end = now()
         await drain_background(tree)
     except Exception as exc:  # a failed session: the task fails, named, and the run goes on as --on-error says
         error, stop_run = named_error(exc), isinstance(exc, RunFileError)
@@ -190,7 +191,7 @@ async def replay_task(
             session=slot,
             trajectory=traj.id,
             t_start=t_start,
-            t_end=clock.now(),
+            t_end=now(),
             turns=tally.calls,
             turns_total=len(traj.turns),
             model_time_s=tally.model_time,

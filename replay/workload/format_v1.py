@@ -91,6 +91,9 @@ class Trajectory:
 # ---------------------------------------------------------------------------------------------- validation
 
 
+_PLAIN = frozenset({str, int, float, list, dict})  # JSON's types but bool, which ``check`` looks at closer
+
+
 class Checker:
     """Validation helpers bound to one file and line, so every error says where it is."""
 
@@ -103,13 +106,17 @@ class Checker:
     def require(self, obj: dict[str, Any], name: str, kinds: type | tuple[type, ...], what: str) -> Any:
         if name not in obj:
             raise self.fail(name, f"missing; expected {what}")
-        return self.check(obj[name], name, kinds, what)
+        value = obj[name]
+        if type(value) in _PLAIN and isinstance(value, kinds):  # most fields: no second call to ``check``
+            return value
+        return self.check(value, name, kinds, what)
 
     def check(self, value: Any, name: str, kinds: type | tuple[type, ...], what: str) -> Any:
-        bad_bool = isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,))
-        if not isinstance(value, kinds) or bad_bool:
-            raise self.fail(name, f"expected {what}; got {describe(value)}")
-        return value
+        if isinstance(value, kinds) and (
+            type(value) is not bool or bool in (kinds if type(kinds) is tuple else (kinds,))
+        ):
+            return value  # a bool is an int to isinstance: it passes only where bool is asked for
+        raise self.fail(name, f"expected {what}; got {describe(value)}")
 
 
 def describe(value: Any) -> str:

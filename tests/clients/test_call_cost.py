@@ -33,10 +33,10 @@ import peer_stub  # noqa: E402
 SHORT, LONG = 100, 500  # output tokens of each answer (one write) in the two pairs of counted runs
 SMALL, LARGE = 20, 50  # one-call tasks in each pair's runs
 # Budgets, per call (of LONG output tokens) and per output token.
-# Measured 647-675 Python and 734-764 C calls a call (d23109b: 664 and 792; 692e1c2: 553 and 631), under 0.06 of
+# Measured 614-616 Python and 699-701 C calls a call (d23109b: 664 and 792; 692e1c2: 553 and 631), under 0.06 of
 # each a token; blocks kept after the run -1 to 3 a call (none: what a call allocates is freed). A per-token step in
 # Python adds one call a token or more; a per-call step a few; a record kept, a handful of blocks.
-PER_CALL = {"python_calls": 740, "c_calls": 840, "blocks_kept": 5}
+PER_CALL = {"python_calls": 680, "c_calls": 770, "blocks_kept": 5}
 PER_TOKEN = {"python_calls": 0.25, "c_calls": 0.25}
 
 

@@ -121,3 +121,21 @@ def test_a_dropped_histogram_is_freed_at_once_not_at_a_full_collection() -> None
     finally:
         gc.enable()
     assert after == before
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_recording_clipped_fills_what_hdrh_fills_with_the_value_rounded_and_clipped(seed: int) -> None:
+    """``record_clipped`` (every per-call figure's path) holds what hdrh holds of ``min(max(round(x), 1), HIGHEST)``,
+    for values below 1, fractions, huge values, and after a decoded histogram's counts (kept sparse) are folded."""
+    rng = np.random.default_rng(seed)
+    values = [*rng.lognormal(6 + seed * 4, 3.0, 2000).tolist(), -5.0, 0.0, 0.49, 0.5, 1.5, 2.5, 2.0**41, 1e15]
+    start = Histogram()
+    start.record_value(777, 4)
+    mine, theirs = Histogram.decode(start.encode()), HdrHistogram(1, HIGHEST, 3)
+    theirs.record_value(777, 4)
+    for x in values:
+        v = min(max(round(x), 1), HIGHEST)
+        assert mine.record_clipped(x) == v
+        theirs.record_value(v)
+    assert mine.get_total_count() == len(values) + 4
+    _same(mine, theirs)

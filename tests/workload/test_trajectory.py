@@ -74,6 +74,8 @@ def test_nested_form_loads_like_line_form(tmp_path: Path) -> None:
         (lambda t: t[2].update(truncate_to=99), 4, "truncate_to", "at most"),
         (lambda t: t[1]["append"][0].update(content=7), 3, "append[0].content", "string"),
         (lambda t: t[1].update(output="text"), 3, "output", "object"),
+        (lambda t: t[1].update(tool_time_s=True), 3, "tool_time_s", "number of seconds"),  # a bool is no number
+        (lambda t: t[0].update(output_tokens=False), 2, "output_tokens", "positive integer"),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path: Path, mutate, line: int, field: str, words: str) -> None:

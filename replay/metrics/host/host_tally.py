@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from replay.histogram import HIGHEST, Histogram, SignedHistogram
+from replay.histogram import Histogram, SignedHistogram
 from replay.metrics.host import speculation
 from replay.metrics.host.cost import PICO, request_cost
 from replay.metrics.host.host_signals import bucket_field, parse_int
@@ -44,10 +44,6 @@ SERVER = ("ttft", "queue", "prefill", "decode")
 
 def _hist() -> Histogram:
     return Histogram()
-
-
-def _clip(v: float) -> int:
-    return min(max(round(v), 1), HIGHEST)
 
 
 def _enc(h: Histogram) -> str | None:
@@ -90,12 +86,14 @@ class HostTally:
     # --- adding ------------------------------------------------------------------------------------------------
     def add(self, r: RequestRecord, measured: bool) -> None:
         route = route_of(r)
+        ident = None  # the call's served identity, worked out once for the counts below
         if r.error is None:
             if route:
                 count_name(self.routes, route)
             if tier := host_name((r.served or {}).get("service_tier")):
                 count_name(self.tiers, tier)
-            self._served(r)
+            ident = identity_of(r, route or "")
+            self._served(r, ident)
         if r.headers:
             self._limits(r.headers)
         self._cost(r)
@@ -103,12 +101,11 @@ class HostTally:
             self.sized[0] += 1
             self.sized[1] += r.prompt_tokens - (r.cached_tokens or 0) >= GROQ_PERFORMANCE_UNCACHED
         if measured:
-            self._measured(r)
+            self._measured(r, ident)
 
-    def _served(self, r: RequestRecord) -> None:
+    def _served(self, r: RequestRecord, ident: str) -> None:
         if r.speculation is not None:
             speculation.add(self.spec, r.speculation)
-        ident = identity_of(r)
         count_name(self.idents, ident)
         if said := fallback_fields(r):
             count_name(self.fallbacks, ident)
@@ -146,19 +143,20 @@ class HostTally:
         self.cost[2] += 1
         self.task_usd[r.task] = self.task_usd.get(r.task, 0) + pico
 
-    def _measured(self, r: RequestRecord) -> None:
+    def _measured(self, r: RequestRecord, ident: str | None) -> None:
         if r.reconnect is not None:
             self.conn[2] += 1
         if r.connect_s is not None:
             self.conn[0] += 1
-            self.connect.record_value(_clip(r.connect_s * US))
+            self.connect.record_clipped(r.connect_s * US)
         else:
             self.conn[1] += 1
         speed = seen_decode_speed(r)
         if speed is not None:
-            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), identity_of(r))
+            ident = identity_of(r) if ident is None else ident
+            count_name(self.speeds.setdefault(round(math.log(speed) * SPEED_BINS_PER_E), {}), ident)
             if r.inflight is not None:
-                self.load.setdefault(load_bucket(r.inflight), _hist()).record_value(_clip(speed * TPS_SCALE))
+                self.load.setdefault(load_bucket(r.inflight), _hist()).record_clipped(speed * TPS_SCALE)
         s = server_times(r.server_timings)
         if s is not None:
             self._server(r, s, speed)
@@ -166,17 +164,17 @@ class HostTally:
     def _server(self, r: RequestRecord, s: dict[str, float | None], speed: float | None) -> None:
         h = self.server
         if s["queue"] is not None:
-            h["queue"].record_value(_clip(s["queue"] * US))
+            h["queue"].record_clipped(s["queue"] * US)
         if s["prefill"] is not None:
-            h["prefill"].record_value(_clip(s["prefill"] * US))
+            h["prefill"].record_clipped(s["prefill"] * US)
         if s["ttft"] is not None:
-            h["ttft"].record_value(_clip(s["ttft"] * US))
+            h["ttft"].record_clipped(s["ttft"] * US)
             if r.t_first_token is not None:
                 self.gap_ttft.record(r.t_first_token - r.t_sent - s["ttft"], US)
         n = r.output_tokens
         if s["decode"] and n is not None and n >= 2:
             tps = (n - 1) / s["decode"]
-            h["decode"].record_value(_clip(tps * TPS_SCALE))
+            h["decode"].record_clipped(tps * TPS_SCALE)
             if speed is not None:
                 self.gap_tps.record(speed - tps, TPS_SCALE)
 

@@ -90,10 +90,11 @@ def route_of(r: RequestRecord) -> str | None:
     return host_name(served.get("provider") or headers.get("x-replay-route"))
 
 
-def identity_of(r: RequestRecord) -> str:
-    """The call's served identity as one key: model, route and tier, each "" when the host named none."""
+def identity_of(r: RequestRecord, route: str | None = None) -> str:
+    """The call's served identity as one key: model, route and tier, each "" when the host named none; ``route``:
+    the call's ``route_of`` (or "") where the caller has it already."""
     served = r.served or {}
-    route = route_of(r) or ""
+    route = (route_of(r) or "") if route is None else route
     return SEP.join((host_name(served.get("model")) or "", route, host_name(served.get("service_tier")) or ""))
 
 

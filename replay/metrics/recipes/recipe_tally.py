@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from replay.histogram import HIGHEST, Histogram, read_percentiles
+from replay.histogram import Histogram, read_percentiles
 from replay.metrics.task_tables import TaskFirsts
 from replay.records.run_file import RequestRecord
 
@@ -34,8 +34,7 @@ class Stat:
         self.hist, self.total, self.sq, self.scale = Histogram(), 0, 0, scale
 
     def record(self, x: float) -> None:
-        v = min(max(round(x * self.scale), 1), HIGHEST)
-        self.hist.record_value(v)
+        v = self.hist.record_clipped(x * self.scale)
         self.total += v
         self.sq += v * v
 
