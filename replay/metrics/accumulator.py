@@ -17,9 +17,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import numpy as np
-
-from replay.histogram import HIGHEST, Histogram
+from replay.histogram import Histogram
 from replay.metrics.answer_tally import AnswerTally
 from replay.metrics.client_pauses import PauseTally, record_itl
 from replay.metrics.concurrency import LaneTally
