@@ -50,6 +50,7 @@ def run(
         from replay.cli.resume_options import fill
 
         trajectories = fill(given(click.get_current_context()), opts, trajectories, resume)
+    run_specs.history_file_given(opts)  # --history FILE: the nights' history
     refuse_inapplicable("run", opts)
     from replay.records.scrub import Scrubber, header_secrets
     from replay.runner.preflight import footer_on_signals

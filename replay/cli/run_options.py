@@ -170,9 +170,10 @@ REQUEST = [
     ),
     _option(
         "--history",
-        choices=["recorded", "live"],
+        metavar="recorded|live|FILE",
         default="recorded",
-        help="After each call append the recorded answer (exact recorded prefixes) or the host's live answer.",
+        help="After each call append the recorded answer (exact recorded prefixes) or the host's live answer; "
+        "replay run also takes a FILE here: a history of earlier nights, as --history-file FILE.",
     ),
     _option(
         "--reasoning-history",

@@ -149,6 +149,21 @@ def host_label(value: str | None, opts: dict[str, Any]) -> str:
     return url or f"{SIM_HOST}{profile}"
 
 
+HISTORY_OUTPUTS = ("recorded", "live")  # what --history appends after each call; any other value is a history FILE
+
+
+def history_file_given(opts: dict[str, Any]) -> None:
+    """``replay run --history FILE``: a history of earlier nights (``--history-file``), the conversation's history
+    left recorded; refused where both name a file."""
+    value = opts.get("history")
+    if value is None or value in HISTORY_OUTPUTS:
+        return
+    if opts.get("history_file") and opts["history_file"] != value:
+        raise click.BadParameter("give the history of nights once (--history FILE or --history-file FILE)",
+                                 param_hint="--history")  # fmt: skip
+    opts["history_file"], opts["history"] = value, "recorded"
+
+
 def spec_from(opts: dict[str, Any], trajectories: tuple[str, ...] = (), out: str | None = None) -> Any:
     """The RunSpec the options describe, for one host; a bad value raises click.BadParameter naming its option."""
     hosts = host_values(opts)
@@ -190,6 +205,9 @@ def _spec(opts: dict[str, Any], host: str | None, trajectories: tuple[str, ...],
     sim = SimSpec(profile=sim_profile, profile_file=opts["sim_profile_file"], truth_log=opts["sim_truth_log"],
                   faults=opts["sim_faults"], fault_seed=opts["sim_fault_seed"], dialect=opts["sim_dialect"],
                   fallback=opts["sim_fallback"])  # fmt: skip
+    if opts["history"] not in HISTORY_OUTPUTS:
+        raise click.BadParameter(f"{opts['history']!r} is not one of recorded, live (a history FILE is replay run's)",
+                                 param_hint="--history")  # fmt: skip
     history = HistoryPolicy(output=opts["history"], reasoning=opts["reasoning_history"], tool_calls=opts["tool_calls"])
     workload = WorkloadSpec(trajectories=list(trajectories), tokenizer=opts["tokenizer"], history=history,
                             unrecorded_context=opts["unrecorded_context"])  # fmt: skip

@@ -165,3 +165,19 @@ def test_a_history_file_that_is_not_one_is_refused_before_the_run(tmp_path):
                                     "--history-file", str(bad)])  # fmt: skip
     assert res.exit_code == 1 and "--history-file" in res.output and "notes.txt: not a history file" in res.output
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_history_takes_the_nights_file_as_history_file_does(tmp_path):
+    """``replay run --history FILE`` is ``--history-file FILE`` (recorded and live still name the conversation's
+    history); a second, different file is refused, and a FILE outside replay run is no conversation history."""
+    bad = tmp_path / "notes.txt"
+    bad.write_text("these are notes, not a history " * 50)
+    res = CliRunner().invoke(main, ["run", "--duration", "2", "--out", str(tmp_path / "r.jsonl"),
+                                    "--history", str(bad)])  # fmt: skip
+    assert res.exit_code == 1 and "notes.txt: not a history file" in res.output
+    assert not (tmp_path / "r.jsonl").exists()
+    both = CliRunner().invoke(main, ["run", "--duration", "2", "--out", str(tmp_path / "r.jsonl"),
+                                     "--history", str(bad), "--history-file", str(tmp_path / "other.db")])  # fmt: skip
+    assert both.exit_code == 1 and "give the history of nights once" in both.output
+    sweep = CliRunner().invoke(main, ["sweep", "--concurrency", "1,2", "--history", str(bad)])
+    assert sweep.exit_code == 1 and "not one of recorded, live" in sweep.output
