@@ -200,8 +200,10 @@ def test_an_actor_killed_is_reported_and_the_other_goes_on(cluster: dict[str, An
     assert [w.get("lost", False) for w in run.footer["workers"]].count(True) == 1
     report = subprocess.run([sys.executable, "-m", "replay", "report", str(out), "--json"], capture_output=True,
                             env=_env(), timeout=120)  # fmt: skip
-    [reason] = orjson.loads(report.stdout)["verdict"]["reasons"]
+    reason, *rest = orjson.loads(report.stdout)["verdict"]["reasons"]
     assert reason.startswith(f"the run lost node {node['node']} (1 of its 2 workers), ")
+    # the lost worker's lanes were idle for the rest of the run: the delivered concurrency says so too, nothing else
+    assert all(r.startswith("the client delivered less than the load asked: ") for r in rest)
     assert _none_left(cluster["pid"])
 
 
